@@ -1,0 +1,59 @@
+"""``python -m app``: run one replica; with no Redis configured, start a private one."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+import uvicorn
+
+from app.embedded_redis import EmbeddedRedis, EmbeddedRedisError
+from app.settings import Settings
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m app", description="Run one extender replica.")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8888, help="port to listen on (default 8888)")
+    args = parser.parse_args(argv)
+
+    settings = Settings()
+    logging.basicConfig(
+        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    log = logging.getLogger("app")
+    embedded: EmbeddedRedis | None = None
+    if not settings.redis_url:
+        try:
+            embedded = EmbeddedRedis().start()
+        except EmbeddedRedisError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        settings.redis_url = embedded.url
+        log.info("no EXTENDER_REDIS_URL: started an embedded redis-server at %s", embedded.url)
+    try:
+        from app.main import create_app  # imported late: a policy error should come after logging is set
+
+        try:
+            application = create_app(settings)
+        except (ValueError, OSError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        uvicorn.run(
+            application,
+            host=args.host,
+            port=args.port,
+            log_level=settings.log_level.lower(),
+            access_log=settings.access_log,
+            loop="uvloop",
+            http="httptools",
+        )
+    finally:
+        if embedded is not None:
+            embedded.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

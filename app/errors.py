@@ -1,0 +1,35 @@
+"""Turn malformed requests into 4xx answers that say what is wrong, never a 500."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import ORJSONResponse
+
+
+def _describe(error: dict[str, Any]) -> str:
+    loc = ".".join(str(p) for p in error.get("loc", ()) if p != "body")
+    msg = str(error.get("msg", "invalid"))
+    return f"{loc}: {msg}" if loc else msg
+
+
+async def validation_error(request: Request, exc: Exception) -> ORJSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = list(exc.errors())
+    if any(e.get("type") == "json_invalid" for e in errors):
+        ctx = next((e.get("ctx") or {} for e in errors if e.get("type") == "json_invalid"), {})
+        detail = f"request body is not valid JSON: {ctx.get('error', 'decode error')}"
+        return ORJSONResponse({"detail": detail}, status_code=400)
+    if any(e.get("type") == "missing" and tuple(e.get("loc", ())) == ("body",) for e in errors):
+        return ORJSONResponse({"detail": "request body is empty: a JSON object is required"}, status_code=400)
+    messages = [_describe(dict(e)) for e in errors]
+    return ORJSONResponse(
+        {"detail": "request body has the wrong shape: " + "; ".join(messages[:10]), "errors": messages[:50]},
+        status_code=422,
+    )
+
+
+def install(app: FastAPI) -> None:
+    app.add_exception_handler(RequestValidationError, validation_error)

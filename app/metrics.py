@@ -1,0 +1,28 @@
+"""Prometheus metrics of the HTTP layer: requests, latency and errors per verb."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+# Buckets tuned for a webhook that must answer well inside kube-scheduler's 5 s timeout.
+_LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+
+class Metrics:
+    """One registry per app instance, so tests can build several apps in one process."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "extender_requests_total", "Requests served, by verb and HTTP status code.",
+            ["verb", "code"], registry=self.registry,
+        )
+        self.latency = Histogram(
+            "extender_request_duration_seconds", "Server-side request latency, by verb.",
+            ["verb"], buckets=_LATENCY_BUCKETS, registry=self.registry,
+        )
+        self.errors = Counter(
+            "extender_errors_total",
+            "Requests that failed, by verb and kind (bad_request, domain: the Error field, internal).",
+            ["verb", "kind"], registry=self.registry,
+        )

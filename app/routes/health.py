@@ -1,0 +1,35 @@
+"""Liveness, readiness and Prometheus metrics."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import ORJSONResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from app.state import get_state
+
+router = APIRouter(tags=["operations"])
+
+
+@router.get("/healthz", summary="The process is alive")
+async def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@router.get(
+    "/readyz",
+    summary="Ready to schedule: Redis answers and the snapshot is synced",
+    responses={503: {"description": "not ready; the body says why"}},
+)
+async def readyz(request: Request) -> ORJSONResponse:
+    state = get_state(request)
+    if state.runtime is None:
+        return ORJSONResponse({"ready": False, "reason": "starting"}, status_code=503)
+    ready, details = await state.runtime.readiness()
+    return ORJSONResponse({"ready": ready, **details}, status_code=200 if ready else 503)
+
+
+@router.get("/metrics", summary="Prometheus metrics", response_class=Response)
+async def metrics(request: Request) -> Response:
+    state = get_state(request)
+    return Response(generate_latest(state.metrics.registry), media_type=CONTENT_TYPE_LATEST)

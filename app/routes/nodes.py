@@ -1,0 +1,40 @@
+"""Read-only views of the shared snapshot, for operators and tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from extenders.runtime import node_document
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import ORJSONResponse
+
+from app.service import SnapshotUnavailable
+from app.state import get_state
+
+router = APIRouter(prefix="/v1", tags=["snapshot"])
+
+
+async def _snapshot(request: Request) -> Any:
+    state = get_state(request)
+    if state.scheduler is None:
+        raise HTTPException(status_code=503, detail="the extender is starting")
+    try:
+        return await state.scheduler.snapshot()
+    except SnapshotUnavailable as exc:
+        raise HTTPException(status_code=503, detail=str(exc)) from exc
+
+
+@router.get("/nodes", summary="Every node in this replica's snapshot, with its generation")
+async def list_nodes(request: Request) -> ORJSONResponse:
+    snap = await _snapshot(request)
+    nodes = [{"name": n.name, "generation": n.generation} for n in sorted(snap.nodes.values(), key=lambda n: n.name)]
+    return ORJSONResponse({"generation": snap.generation, "nodes": nodes})
+
+
+@router.get("/nodes/{name}", summary="One node's aggregate: allocatable, requested, pods")
+async def get_node(name: str, request: Request) -> ORJSONResponse:
+    snap = await _snapshot(request)
+    info = snap.nodes.get(name)
+    if info is None:
+        raise HTTPException(status_code=404, detail=f"node {name!r} is not in the snapshot")
+    return ORJSONResponse(node_document(info))

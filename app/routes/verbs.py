@@ -1,0 +1,82 @@
+"""The four extender verbs and /v1/explain: parse, hand to the Scheduler, serialise."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import ORJSONResponse
+
+from app.service import BadRequest, Scheduler, SnapshotUnavailable
+from app.state import AppState, get_state
+from app.wire import (
+    ExplainArgs,
+    ExtenderArgs,
+    ExtenderBindingArgs,
+    ExtenderBindingResult,
+    ExtenderFilterResult,
+    ExtenderPreemptionArgs,
+    ExtenderPreemptionResult,
+    HostPriority,
+)
+
+router = APIRouter(tags=["extender"])
+
+
+def _scheduler(state: AppState) -> Scheduler:
+    if state.scheduler is None:  # only before the lifespan has run
+        raise HTTPException(status_code=503, detail="the extender is starting")
+    return state.scheduler
+
+
+def _domain_error(state: AppState, verb: str, answer: dict[str, Any]) -> None:
+    if answer.get("Error"):
+        state.metrics.errors.labels(verb, "domain").inc()
+
+
+@router.post("/filter", response_model=ExtenderFilterResult, summary="Filter the candidate nodes for a pod")
+async def filter_nodes(args: ExtenderArgs, request: Request) -> ORJSONResponse:
+    state = get_state(request)
+    try:
+        answer = await _scheduler(state).filter(args)
+    except BadRequest as exc:
+        raise HTTPException(status_code=422, detail=str(exc)) from exc
+    _domain_error(state, "filter", answer)
+    return ORJSONResponse(answer)
+
+
+@router.post("/prioritize", response_model=list[HostPriority], summary="Score the candidate nodes 0..10")
+async def prioritize_nodes(args: ExtenderArgs, request: Request) -> ORJSONResponse:
+    state = get_state(request)
+    try:
+        return ORJSONResponse(await _scheduler(state).prioritize(args))
+    except BadRequest as exc:
+        raise HTTPException(status_code=422, detail=str(exc)) from exc
+
+
+@router.post("/preempt", response_model=ExtenderPreemptionResult, summary="Choose nodes and victims for preemption")
+async def preempt(args: ExtenderPreemptionArgs, request: Request) -> ORJSONResponse:
+    state = get_state(request)
+    try:
+        return ORJSONResponse(await _scheduler(state).preempt(args))
+    except BadRequest as exc:
+        raise HTTPException(status_code=422, detail=str(exc)) from exc
+
+
+@router.post("/bind", response_model=ExtenderBindingResult, summary="Bind a pod to a node (gang-aware)")
+async def bind(args: ExtenderBindingArgs, request: Request) -> ORJSONResponse:
+    state = get_state(request)
+    answer = await _scheduler(state).bind(args)
+    _domain_error(state, "bind", answer)
+    return ORJSONResponse(answer)
+
+
+@router.post("/v1/explain", summary="Every predicate's verdict and every priority's score, per node")
+async def explain(args: ExplainArgs, request: Request) -> ORJSONResponse:
+    state = get_state(request)
+    try:
+        return ORJSONResponse(await _scheduler(state).explain(args))
+    except BadRequest as exc:
+        raise HTTPException(status_code=422, detail=str(exc)) from exc
+    except SnapshotUnavailable as exc:
+        raise HTTPException(status_code=503, detail=str(exc)) from exc

@@ -1,0 +1,142 @@
+"""Glue between the wire types and the engine: parse, fetch the snapshot, run, shape the answer.
+
+Kept free of FastAPI so the routes stay one-liners and the logic is testable on its own.
+Domain failures (snapshot unavailable, pod cannot be placed) come back through the
+protocol's ``Error`` field; only malformed input raises ``BadRequest``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from extenders.policy import Policy
+from extenders.runtime import ClusterRuntime
+from redis.exceptions import RedisError
+
+from app.wire import ExplainArgs, ExtenderArgs, ExtenderBindingArgs, ExtenderPreemptionArgs
+from extenders import engine
+from extenders.model import NodeFacts, PodInfo
+from extenders.quantity import QuantityError
+from extenders.snapshot import Snapshot
+
+log = logging.getLogger(__name__)
+
+
+class BadRequest(Exception):
+    """The request is well-formed JSON of the right shape but says something impossible."""
+
+
+class SnapshotUnavailable(Exception):
+    """Redis (and so the shared snapshot) cannot be read right now."""
+
+
+def pod_info(pod: Any) -> PodInfo:
+    """The scheduling view of a wire pod; bad quantities are the caller's fault (4xx)."""
+    try:
+        return PodInfo.from_k8s(pod.model_dump())
+    except (QuantityError, ValueError, TypeError) as exc:
+        raise BadRequest(f"Pod: {exc}") from exc
+
+
+def candidate_names(args: ExtenderArgs) -> list[str]:
+    if args.NodeNames is not None:
+        return list(args.NodeNames)
+    if args.Nodes is not None:
+        return [str((item.get("metadata") or {}).get("name") or "") for item in args.Nodes.items]
+    return []
+
+
+class Scheduler:
+    """Answers the extender verbs for one replica, over the shared snapshot."""
+
+    def __init__(self, runtime: ClusterRuntime, policy: Policy) -> None:
+        self.runtime = runtime
+        self.policy = policy
+
+    async def snapshot(self, node_objects: list[dict[str, Any]] | None = None) -> Snapshot:
+        """The current snapshot; full node objects in the request refresh older records first."""
+        try:
+            if node_objects:
+                await self._refresh_nodes(node_objects)
+            return await self.runtime.snapshot()
+        except (RedisError, OSError) as exc:
+            raise SnapshotUnavailable(f"cluster snapshot unavailable (Redis: {exc})") from exc
+
+    async def _refresh_nodes(self, node_objects: list[dict[str, Any]]) -> None:
+        for item in node_objects:
+            try:
+                facts = NodeFacts.from_k8s(item)
+            except (QuantityError, ValueError, TypeError) as exc:
+                name = (item.get("metadata") or {}).get("name")
+                raise BadRequest(f"Nodes.items[{name}]: {exc}") from exc
+            if facts.name:
+                await self.runtime.store.refresh_node_if_newer(facts)
+
+    async def filter(self, args: ExtenderArgs) -> dict[str, Any]:
+        pod = pod_info(args.Pod)
+        names = candidate_names(args)
+        items = args.Nodes.items if args.NodeNames is None and args.Nodes is not None else None
+        try:
+            snap = await self.snapshot(items)
+        except SnapshotUnavailable as exc:
+            return self._filter_answer(args, [], {}, {}, str(exc))
+        result = engine.filter_nodes(self.policy, pod, snap, names)
+        return self._filter_answer(args, result.passing, result.failed, result.unresolvable, "")
+
+    @staticmethod
+    def _filter_answer(
+        args: ExtenderArgs, passing: list[str], failed: dict[str, str], unresolvable: dict[str, str], error: str
+    ) -> dict[str, Any]:
+        answer: dict[str, Any] = {
+            "Nodes": None,
+            "NodeNames": None,
+            "FailedNodes": failed,
+            "FailedAndUnresolvableNodes": unresolvable,
+            "Error": error,
+        }
+        if args.NodeNames is None and args.Nodes is not None:
+            keep = set(passing)
+            # Echo the very objects that came in, in request order.
+            items = [i for i in args.Nodes.items if (i.get("metadata") or {}).get("name") in keep]
+            answer["Nodes"] = {"metadata": {}, "items": items}
+        else:
+            answer["NodeNames"] = passing
+        return answer
+
+    async def prioritize(self, args: ExtenderArgs) -> list[dict[str, Any]]:
+        pod = pod_info(args.Pod)
+        names = candidate_names(args)
+        items = args.Nodes.items if args.NodeNames is None and args.Nodes is not None else None
+        try:
+            snap = await self.snapshot(items)
+        except SnapshotUnavailable:
+            # kube-scheduler ignores prioritize errors; neutral scores keep it going.
+            log.warning("prioritize answered neutral scores: snapshot unavailable")
+            return [{"Host": n, "Score": 0} for n in names]
+        return [{"Host": h, "Score": s} for h, s in engine.prioritize_nodes(self.policy, pod, snap, names)]
+
+    async def preempt(self, args: ExtenderPreemptionArgs) -> dict[str, Any]:
+        pod_info(args.Pod)  # validates the preemptor
+        out: dict[str, Any] = {}
+        if args.NodeNameToMetaVictims is not None:
+            for node, meta in args.NodeNameToMetaVictims.items():
+                out[node] = {
+                    "Pods": [{"UID": p.UID} for p in meta.Pods],
+                    "NumPDBViolations": meta.NumPDBViolations,
+                }
+        elif args.NodeNameToVictims is not None:
+            for node, victims in args.NodeNameToVictims.items():
+                out[node] = {
+                    "Pods": [{"UID": p.metadata.uid} for p in victims.Pods],
+                    "NumPDBViolations": victims.NumPDBViolations,
+                }
+        return {"NodeNameToMetaVictims": out}
+
+    async def explain(self, args: ExplainArgs) -> dict[str, Any]:
+        pod = pod_info(args.Pod)
+        snap = await self.snapshot()
+        return engine.explain(self.policy, pod, snap, list(args.NodeNames) if args.NodeNames is not None else None)
+
+    async def bind(self, args: ExtenderBindingArgs) -> dict[str, Any]:
+        return {"Error": "bind is not implemented by this build of the extender"}

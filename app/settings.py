@@ -1,0 +1,40 @@
+"""Process settings, read from ``EXTENDER_*`` environment variables (and KUBECONFIG).
+
+One place lists every knob with its default, so the README's configuration reference
+and the code cannot disagree.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _default_replica_id() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="EXTENDER_", extra="ignore")
+
+    redis_url: str | None = Field(
+        default=None, description="Redis URL; when unset, `python -m app` starts a private redis-server"
+    )
+    redis_prefix: str = Field(default="extender", description="prefix of every Redis key (one per cluster)")
+    redis_max_connections: int = Field(default=64, ge=1)
+    replica_id: str = Field(default_factory=_default_replica_id, description="this replica's name")
+    policy_file: str | None = Field(default=None, description="YAML/JSON scheduling policy; built-in default if unset")
+    max_body_bytes: int = Field(default=16 * 1024 * 1024, ge=1024, description="larger request bodies get 413")
+    lease_seconds: float = Field(default=15.0, gt=0, description="leader lease for the single watcher")
+    assumed_ttl_seconds: float = Field(default=60.0, gt=0, description="assumed pods never confirmed expire")
+    kube_mode: Literal["auto", "on", "off"] = Field(
+        default="auto", description="auto: watch the API when a kubeconfig or service account is found"
+    )
+    kube_url: str | None = Field(default=None, description="explicit API server URL (overrides kubeconfig)")
+    kube_token: str | None = Field(default=None, description="bearer token for kube_url")
+    log_level: str = Field(default="info")
+    access_log: bool = Field(default=False, description="log every request (uvicorn access log)")

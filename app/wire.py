@@ -1,0 +1,111 @@
+"""kube-scheduler's extender/v1 wire types, with the Go field names as JSON keys.
+
+kube-scheduler marshals these structs without json tags, so every key is capitalised.
+Kubernetes objects inside them (v1.Pod, v1.Node) are kept as the JSON that came in:
+we read what scheduling needs and echo node objects back unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Wire(BaseModel):
+    # Unknown fields are ignored so a newer kube-scheduler never breaks us.
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+
+class ObjectMeta(BaseModel):
+    """The part of metav1.ObjectMeta we read; everything else is kept."""
+
+    model_config = ConfigDict(extra="allow")
+    name: str = ""
+    namespace: str = ""
+    uid: str = ""
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+
+
+class Pod(BaseModel):
+    """A v1.Pod; ``spec`` and ``status`` are read by the engine as plain JSON."""
+
+    model_config = ConfigDict(extra="allow")
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: dict[str, Any] = Field(default_factory=dict)
+    status: dict[str, Any] = Field(default_factory=dict)
+
+
+class NodeList(BaseModel):
+    """A v1.NodeList; items are kept verbatim so passing nodes are echoed as they came."""
+
+    model_config = ConfigDict(extra="allow")
+    items: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class ExtenderArgs(_Wire):
+    """Body of filter and prioritize: the pod and the candidate nodes, in one of two forms."""
+
+    Pod: Pod
+    Nodes: NodeList | None = None
+    NodeNames: list[str] | None = None
+
+
+class ExtenderFilterResult(_Wire):
+    Nodes: NodeList | None = None
+    NodeNames: list[str] | None = None
+    FailedNodes: dict[str, str] = Field(default_factory=dict)
+    FailedAndUnresolvableNodes: dict[str, str] = Field(default_factory=dict)
+    Error: str = ""
+
+
+class HostPriority(_Wire):
+    Host: str
+    Score: int
+
+
+class MetaPod(_Wire):
+    UID: str
+
+
+class Victims(_Wire):
+    """Victims on one node as whole pods (nodeCacheCapable: false)."""
+
+    Pods: list[Pod] = Field(default_factory=list)
+    NumPDBViolations: int = 0
+
+
+class MetaVictims(_Wire):
+    """Victims on one node as UIDs (nodeCacheCapable: true, and always in answers)."""
+
+    Pods: list[MetaPod] = Field(default_factory=list)
+    NumPDBViolations: int = 0
+
+
+class ExtenderPreemptionArgs(_Wire):
+    Pod: Pod
+    NodeNameToVictims: dict[str, Victims] | None = None
+    NodeNameToMetaVictims: dict[str, MetaVictims] | None = None
+
+
+class ExtenderPreemptionResult(_Wire):
+    NodeNameToMetaVictims: dict[str, MetaVictims] = Field(default_factory=dict)
+
+
+class ExtenderBindingArgs(_Wire):
+    PodName: str = Field(min_length=1)
+    PodNamespace: str = Field(min_length=1)
+    PodUID: str = Field(min_length=1)
+    Node: str = Field(min_length=1)
+
+
+class ExtenderBindingResult(_Wire):
+    Error: str = ""
+
+
+class ExplainArgs(_Wire):
+    """Body of /v1/explain: a pod and, optionally, the nodes to explain (default: all)."""
+
+    Pod: Pod
+    NodeNames: list[str] | None = None

@@ -1,0 +1,47 @@
+"""What a priority is, and the registry a policy picks priorities from by name.
+
+A priority is the seed's map/reduce pair: ``score`` maps a node to a raw number,
+``normalize`` reduces the raw numbers over the candidate list to 0..MAX_PRIORITY.
+``prepare`` computes per-pod state over the whole snapshot once (PreScore).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from extenders.model import NodeInfo, PodInfo
+from extenders.snapshot import Snapshot
+
+MAX_PRIORITY = 10  # extender/v1 MaxExtenderPriority
+
+
+@dataclass(slots=True, frozen=True)
+class ScoringContext:
+    """Policy knobs some scorers read (resource weights, symmetric affinity weight)."""
+
+    resource_weights: dict[str, int]
+    hard_pod_affinity_symmetric_weight: int = 1
+
+
+class Priority(Protocol):
+    name: str
+
+    def prepare(self, pod: PodInfo, snapshot: Snapshot, nodes: list[NodeInfo], ctx: ScoringContext) -> Any:
+        ...
+
+    def score(self, pod: PodInfo, node: NodeInfo, state: Any, ctx: ScoringContext) -> float: ...
+
+    def normalize(self, raw: dict[str, float], state: Any) -> dict[str, float]:
+        """Raw scores by node name -> scores in 0..MAX_PRIORITY."""
+        ...
+
+
+PRIORITIES: dict[str, Priority] = {}
+
+
+def register(priority: Priority) -> Priority:
+    if priority.name in PRIORITIES:
+        raise ValueError(f"priority {priority.name!r} registered twice")
+    PRIORITIES[priority.name] = priority
+    return priority

@@ -1,0 +1,6 @@
+"""Shared fixtures: real Redis, real server processes, the fake Kubernetes API server."""
+
+pytest_plugins = [
+    "tests.plugins.redis_server",
+    "tests.plugins.servers",
+]

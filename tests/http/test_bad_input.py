@@ -1,0 +1,90 @@
+"""Malformed or hostile requests get a 4xx that says what is wrong, and the server stays up."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from tests.plugins.servers import ServerProcess
+
+VERBS = ["/filter", "/prioritize", "/preempt", "/bind", "/v1/explain"]
+
+
+@pytest.mark.parametrize("path", VERBS)
+def test_not_json_is_400_with_message(http: httpx.Client, path: str) -> None:
+    r = http.post(path, content=b"not json", headers={"content-type": "application/json"})
+    assert r.status_code == 400
+    assert "not valid JSON" in r.json()["detail"]
+
+
+def test_not_json_without_content_type(http: httpx.Client) -> None:
+    # curl -d sends application/x-www-form-urlencoded; it must still be a clear 4xx.
+    r = http.post("/filter", content=b"not json", headers={"content-type": "application/x-www-form-urlencoded"})
+    assert 400 <= r.status_code < 500
+    assert r.json()["detail"]
+
+
+@pytest.mark.parametrize("path", VERBS)
+def test_empty_body_is_400(http: httpx.Client, path: str) -> None:
+    r = http.post(path, content=b"", headers={"content-type": "application/json"})
+    assert r.status_code == 400
+    assert "empty" in r.json()["detail"]
+
+
+def test_wrong_shape_names_the_field(http: httpx.Client) -> None:
+    r = http.post("/filter", json={"NodeNames": ["a"]})
+    assert r.status_code == 422
+    assert "Pod" in r.json()["detail"]
+    r = http.post("/bind", json={"PodName": "p", "PodNamespace": "default", "PodUID": "u"})
+    assert r.status_code == 422
+    assert "Node" in r.json()["detail"]
+    r = http.post("/filter", json=[1, 2, 3])
+    assert r.status_code == 422
+
+
+def test_wrong_types_inside_pod(http: httpx.Client) -> None:
+    r = http.post("/filter", json={"Pod": {"metadata": {"labels": {"a": ["x"]}}}, "NodeNames": []})
+    assert r.status_code == 422
+    assert "labels" in r.json()["detail"]
+
+
+def test_bad_quantity_is_422_naming_it(http: httpx.Client) -> None:
+    pod = {
+        "metadata": {"name": "p", "namespace": "d", "uid": "u"},
+        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "lots"}}}]},
+    }
+    r = http.post("/filter", json={"Pod": pod, "NodeNames": ["n"]})
+    assert r.status_code == 422
+    assert "lots" in r.json()["detail"]
+
+
+def test_body_over_limit_is_413(http: httpx.Client) -> None:
+    big = b'{"Pod": {}, "NodeNames": ["' + b"x" * (20 * 1024 * 1024) + b'"]}'
+    r = http.post("/filter", content=big, headers={"content-type": "application/json"})
+    assert r.status_code == 413
+    assert "limit" in r.json()["detail"]
+
+
+def test_chunked_body_over_limit_is_413(http: httpx.Client) -> None:
+    def chunks() -> object:
+        yield b'{"Pod": {}, "NodeNames": ["'
+        for _ in range(10):
+            yield b"y" * (1024 * 1024)
+        yield b'"]}'
+
+    r = http.post("/filter", content=chunks(), headers={"content-type": "application/json"})  # type: ignore[arg-type]
+    assert r.status_code == 413
+
+
+def test_deeply_nested_json_is_4xx(http: httpx.Client, server: ServerProcess) -> None:
+    r = http.post("/filter", content=b"[" * 200_000, headers={"content-type": "application/json"})
+    assert 400 <= r.status_code < 500
+    assert http.get("/healthz").status_code == 200
+
+
+def test_server_survives_and_counts_errors(http: httpx.Client) -> None:
+    http.post("/filter", content=b"nope", headers={"content-type": "application/json"})
+    text = http.get("/metrics").text
+    assert 'extender_errors_total{kind="bad_request",verb="filter"}' in text
+    assert 'extender_requests_total{code="400",verb="filter"}' in text
+    assert "extender_request_duration_seconds_bucket" in text

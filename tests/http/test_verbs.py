@@ -1,0 +1,133 @@
+"""Hand-written cases for each verb in both node forms, against a real replica."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import httpx
+
+
+def node(name: str, cpu: str = "4", memory: str = "8Gi", **labels: str) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": name,
+            "uid": str(uuid.uuid4()),
+            "resourceVersion": "10",
+            "labels": {"kubernetes.io/hostname": name, **labels},
+            "annotations": {"note": "kept verbatim"},
+        },
+        "spec": {},
+        "status": {
+            "allocatable": {"cpu": cpu, "memory": memory, "pods": "110"},
+            "capacity": {"cpu": cpu, "memory": memory, "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "someFutureField": {"x": 1},
+        },
+    }
+
+
+def pod(name: str, cpu: str = "500m", memory: str = "256Mi", **spec: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": "team-a", "uid": str(uuid.uuid4())},
+        "spec": {
+            "containers": [
+                {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": cpu, "memory": memory}}}
+            ],
+            **spec,
+        },
+        "status": {"phase": "Pending"},
+    }
+
+
+def _names(tag: str, count: int) -> list[str]:
+    return [f"{tag}-{i}" for i in range(count)]
+
+
+def test_filter_nodes_form_echoes_objects_and_fails_what_does_not_fit(http: httpx.Client) -> None:
+    nodes = [node(n) for n in _names("fa", 2)] + [node("fa-small", cpu="100m")]
+    r = http.post("/filter", json={"Pod": pod("p1"), "Nodes": {"items": nodes}, "NodeNames": None})
+    assert r.status_code == 200
+    body = r.json()
+    assert body["NodeNames"] is None
+    assert body["Nodes"]["items"] == nodes[:2]
+    assert body["FailedNodes"] == {"fa-small": "Insufficient cpu"}
+    assert body["Error"] == ""
+
+
+def test_filter_names_form_uses_the_snapshot(http: httpx.Client) -> None:
+    nodes = [node(n, disk="ssd" if n.endswith("0") else "hdd") for n in _names("fb", 3)]
+    # The full-node form teaches the snapshot these nodes; the names form then finds them.
+    http.post("/filter", json={"Pod": pod("seed"), "Nodes": {"items": nodes}})
+    names = [*_names("fb", 3), "fb-unknown"]
+    r = http.post("/filter", json={"Pod": pod("p2", nodeSelector={"disk": "ssd"}), "NodeNames": names})
+    body = r.json()
+    assert body["Nodes"] is None
+    assert body["NodeNames"] == ["fb-0"]
+    assert set(body["FailedAndUnresolvableNodes"]) == {"fb-1", "fb-2", "fb-unknown"}
+    assert "node affinity/selector" in body["FailedAndUnresolvableNodes"]["fb-1"]
+    assert "not found" in body["FailedAndUnresolvableNodes"]["fb-unknown"]
+
+
+def test_prioritize_both_forms(http: httpx.Client) -> None:
+    nodes = [node("pa-big", cpu="16", memory="32Gi"), node("pa-small", cpu="2", memory="4Gi")]
+    r = http.post("/prioritize", json={"Pod": pod("p3"), "Nodes": {"items": nodes}})
+    assert r.status_code == 200
+    scores = {e["Host"]: e["Score"] for e in r.json()}
+    assert set(scores) == {"pa-big", "pa-small"}
+    assert all(0 <= s <= 10 for s in scores.values())
+    # Least-requested spreading prefers the emptier, larger node.
+    assert scores["pa-big"] > scores["pa-small"]
+    r = http.post("/prioritize", json={"Pod": pod("p3"), "NodeNames": ["pa-big", "pa-small"]})
+    assert {e["Host"]: e["Score"] for e in r.json()} == scores
+
+
+def test_preempt_both_forms_answer_meta_victims(http: httpx.Client) -> None:
+    preemptor = pod("hi", priority=1000)
+    victim = pod("lo", nodeName="pr-0", priority=1)
+    r = http.post(
+        "/preempt",
+        json={"Pod": preemptor, "NodeNameToVictims": {"pr-0": {"Pods": [victim], "NumPDBViolations": 0}}},
+    )
+    assert r.status_code == 200
+    body = r.json()
+    assert set(body) == {"NodeNameToMetaVictims"}
+    for victims in body["NodeNameToMetaVictims"].values():
+        assert victims["Pods"] and all(set(p) == {"UID"} for p in victims["Pods"])
+    r = http.post(
+        "/preempt",
+        json={"Pod": preemptor, "NodeNameToMetaVictims": {"pr-0": {"Pods": [{"UID": "abc"}], "NumPDBViolations": 1}}},
+    )
+    assert r.status_code == 200
+    assert set(r.json()) == {"NodeNameToMetaVictims"}
+
+
+def test_bind_without_api_server_is_an_error_field(http: httpx.Client) -> None:
+    r = http.post("/bind", json={"PodName": "p", "PodNamespace": "d", "PodUID": "u", "Node": "n"})
+    assert r.status_code == 200
+    assert r.json()["Error"]
+
+
+def test_unknown_fields_are_ignored(http: httpx.Client) -> None:
+    r = http.post("/filter", json={"Pod": pod("p4"), "NodeNames": [], "SomethingNew": {"a": 1}})
+    assert r.status_code == 200
+    assert r.json()["NodeNames"] == []
+
+
+def test_explain_reports_every_predicate(http: httpx.Client) -> None:
+    nodes = [node("ex-0"), node("ex-1", cpu="100m")]
+    http.post("/filter", json={"Pod": pod("seed"), "Nodes": {"items": nodes}})
+    r = http.post("/v1/explain", json={"Pod": pod("p5"), "NodeNames": ["ex-0", "ex-1"]})
+    assert r.status_code == 200
+    out = r.json()["nodes"]
+    assert out["ex-0"]["fit"] is True
+    assert out["ex-1"]["fit"] is False
+    assert out["ex-1"]["predicates"]["PodFitsResources"] == {"fit": False, "reason": "Insufficient cpu"}
+    assert out["ex-0"]["predicates"]["PodFitsResources"]["fit"] is True
+
+
+def test_health_and_readiness(http: httpx.Client) -> None:
+    assert http.get("/healthz").json() == {"status": "ok"}
+    r = http.get("/readyz")
+    assert r.status_code == 200, r.text
+    assert r.json()["ready"] is True
