@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from extenders.quantity import resource_amount
+from extenders.quantity import parse_quantity, resource_amount
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -106,11 +106,14 @@ def pod_nonzero_requests(spec: Mapping[str, Any]) -> tuple[int, int]:
 
 
 def is_best_effort(spec: Mapping[str, Any]) -> bool:
-    """True when no container sets a cpu or memory request or limit (QoS class BestEffort)."""
+    """True when no container sets a non-zero cpu or memory request or limit (QoS class BestEffort).
+
+    As in Kubernetes' QoS computation, an explicit zero counts as unset.
+    """
     for container in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
         resources = container.get("resources") or {}
         for section in ("requests", "limits"):
             values = resources.get(section) or {}
-            if any(k in values for k in (CPU, MEMORY)):
+            if any(k in values and parse_quantity(values[k]) > 0 for k in (CPU, MEMORY)):
                 return False
     return True

@@ -3,4 +3,5 @@
 pytest_plugins = [
     "tests.plugins.redis_server",
     "tests.plugins.servers",
+    "tests.plugins.fake_kube",
 ]

@@ -1,0 +1,365 @@
+"""Tests of the fake kube-apiserver itself: wire formats, CRUD rules, watch semantics, binding, admin."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lightkube.config.kubeconfig import KubeConfig
+
+from tests.fake_kube.client import KubeApiError, WatchStream, make_node, make_pdb, make_pod, make_podgroup
+from tests.fake_kube.errors import ApiError
+from tests.fake_kube.resources import PODS
+from tests.fake_kube.selectors import label_matcher
+from tests.fake_kube.store import Store
+from tests.plugins.fake_kube import FakeKube, StartFakeKube
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeKube]:
+    """One server for the tests that can share it (each uses its own namespace or object names)."""
+    server = FakeKube(tmp_path_factory.mktemp("fake-kube"), bookmark_interval=0.2)
+    yield server
+    server.stop()
+
+
+def rv(obj: dict[str, Any]) -> int:
+    return int(obj["metadata"]["resourceVersion"])
+
+
+def next_event(stream: WatchStream, skip_bookmarks: bool = True) -> dict[str, Any]:
+    while True:
+        event = stream.next()
+        assert event is not None, "watch closed early"
+        if not (skip_bookmarks and event["type"] == "BOOKMARK"):
+            return event
+
+
+# -- plumbing: process, auth, kubeconfig -------------------------------------------------------------
+
+
+def test_token_auth_and_kubeconfig(fake_kube: FakeKube) -> None:
+    anonymous = fake_kube.client.request("GET", "/api/v1/nodes", headers={"Authorization": "Bearer wrong"})
+    assert anonymous.status_code == 401
+    assert anonymous.json() == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": "Unauthorized",
+        "reason": "Unauthorized",
+        "code": 401,
+    }
+    config = KubeConfig.from_file(str(fake_kube.kubeconfig_path))
+    cluster = config.get()
+    assert cluster is not None and cluster.user is not None
+    assert cluster.cluster.server == fake_kube.url
+    assert cluster.user.token == fake_kube.token
+    listed = fake_kube.client.list("Node")
+    assert listed["kind"] == "NodeList" and listed["items"] == []
+
+
+# -- CRUD and status semantics ------------------------------------------------------------------------
+
+
+def test_create_get_list_with_wire_formats(kube: FakeKube) -> None:
+    c = kube.client
+    node = c.create(make_node("crud-n1", cpu="8", labels={"zone": "a"}))
+    assert node["metadata"]["uid"] and node["metadata"]["creationTimestamp"].endswith("Z")
+    assert node["status"]["allocatable"]["cpu"] == "8"  # nodes keep the status they are created with
+    pod = c.create(make_pod("p1", namespace="crud", node_name="crud-n1", labels={"app": "a"}))
+    assert pod["status"]["phase"] == "Running" and pod["spec"]["nodeName"] == "crud-n1"
+    assert pod["spec"]["schedulerName"] == "default-scheduler" and pod["spec"]["priority"] == 0
+    c.create(make_pod("p2", namespace="crud", labels={"app": "b"}))
+    c.create(make_pod("p3", namespace="crud-other", labels={"app": "a"}))
+
+    listed = c.list("Pod", "crud")
+    assert listed["kind"] == "PodList" and listed["apiVersion"] == "v1"
+    assert int(listed["metadata"]["resourceVersion"]) >= rv(pod)
+    assert [p["metadata"]["name"] for p in listed["items"]] == ["p1", "p2"]
+    assert "kind" not in listed["items"][0]  # typed list items carry no TypeMeta
+    everywhere = c.list("Pod", labelSelector="app=a")
+    assert {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in everywhere["items"]} >= {
+        ("crud", "p1"),
+        ("crud-other", "p3"),
+    }
+    unbound = c.list("Pod", "crud", fieldSelector="spec.nodeName=")
+    assert [p["metadata"]["name"] for p in unbound["items"]] == ["p2"]
+    on_node = c.list("Pod", fieldSelector="spec.nodeName=crud-n1,status.phase!=Succeeded")
+    assert [p["metadata"]["name"] for p in on_node["items"]] == ["p1"]
+    assert c.get("Pod", "p2", "crud")["kind"] == "Pod"
+
+    bad_field = c.request("GET", "/api/v1/pods", params={"fieldSelector": "spec.foo=x"})
+    assert bad_field.status_code == 400 and bad_field.json()["message"] == "field label not supported: spec.foo"
+    with pytest.raises(KubeApiError) as exc:
+        c.create(make_pod("p1", namespace="crud"))
+    assert exc.value.status_code == 409 and exc.value.reason == "AlreadyExists"
+    assert exc.value.body["message"] == 'pods "p1" already exists'
+    with pytest.raises(KubeApiError) as exc:
+        c.get("Pod", "nope", "crud")
+    assert exc.value.status_code == 404 and exc.value.body["message"] == 'pods "nope" not found'
+    assert exc.value.body["kind"] == "Status" and exc.value.body["details"] == {"name": "nope", "kind": "pods"}
+
+
+def test_update_conflicts_patch_and_status_subresource(kube: FakeKube) -> None:
+    c = kube.client
+    node = c.create(make_node("upd-n1"))
+    stale = dict(node)
+    updated = c.replace({**node, "metadata": {**node["metadata"], "labels": {"x": "1"}}})
+    assert rv(updated) > rv(node) and updated["metadata"]["uid"] == node["metadata"]["uid"]
+    with pytest.raises(KubeApiError) as exc:
+        c.replace({**stale, "metadata": {**stale["metadata"], "labels": {"x": "2"}}})
+    assert exc.value.status_code == 409 and exc.value.reason == "Conflict"
+    assert "the object has been modified" in exc.value.body["message"]
+
+    # the main resource ignores .status; /status changes only .status
+    patched = c.patch(
+        "Node", "upd-n1", {"spec": {"unschedulable": True}, "status": {"allocatable": {"cpu": "1"}}}, namespace=None
+    )
+    assert patched["spec"]["unschedulable"] is True and patched["status"]["allocatable"]["cpu"] == "4"
+    both = {"status": {"allocatable": {"cpu": "1"}}, "spec": {"unschedulable": None}}
+    status_patched = c.patch("Node", "upd-n1", both, namespace=None, status=True)
+    assert status_patched["status"]["allocatable"]["cpu"] == "1" and status_patched["spec"]["unschedulable"] is True
+    noop = c.patch("Node", "upd-n1", {"metadata": {"labels": {"x": "1"}}}, namespace=None)
+    assert rv(noop) == rv(status_patched)  # a no-op write makes no new revision
+    smp = c.patch(
+        "Node",
+        "upd-n1",
+        {"metadata": {"labels": {"y": "2"}}},
+        namespace=None,
+        content_type="application/strategic-merge-patch+json",
+    )
+    assert smp["metadata"]["labels"] == {"x": "1", "y": "2"}
+    json_patch = c.request(
+        "PATCH", "/api/v1/nodes/upd-n1", content=b"[]", headers={"Content-Type": "application/json-patch+json"}
+    )
+    assert json_patch.status_code == 415
+
+    # pods: nodeName is only set through the binding; custom resources need a resourceVersion on PUT
+    pod = c.create(make_pod("p", namespace="upd"))
+    with pytest.raises(KubeApiError) as exc:
+        c.patch("Pod", "p", {"spec": {"nodeName": "upd-n1"}}, namespace="upd")
+    assert exc.value.status_code == 422 and exc.value.reason == "Invalid"
+    relabelled = c.patch("Pod", "p", {"metadata": {"labels": {"k": "v"}}}, namespace="upd")
+    assert relabelled["metadata"]["labels"] == {"k": "v"} and rv(relabelled) > rv(pod)
+    group = c.create(make_podgroup("g", namespace="upd", min_member=3))
+    assert group["metadata"]["generation"] == 1 and "kind" in c.list("PodGroup", "upd")["items"][0]
+    no_rv = {**group, "metadata": {k: v for k, v in group["metadata"].items() if k != "resourceVersion"}}
+    with pytest.raises(KubeApiError) as exc:
+        c.replace({**no_rv, "spec": {"minMember": 4}})
+    assert exc.value.status_code == 422
+    bumped = c.replace({**group, "spec": {"minMember": 4}})
+    assert bumped["metadata"]["generation"] == 2
+
+    pdb = c.create(make_pdb("budget", namespace="upd", match_labels={"k": "v"}, min_available=1, disruptions_allowed=1))
+    assert pdb["status"]["disruptionsAllowed"] == 1 and pdb["apiVersion"] == "policy/v1"
+    assert c.list("PodDisruptionBudget")["kind"] == "PodDisruptionBudgetList"
+
+    deleted = c.delete("PodDisruptionBudget", "budget", "upd")
+    assert deleted["kind"] == "Status" and deleted["status"] == "Success"
+    with pytest.raises(KubeApiError) as exc:
+        c.delete("PodDisruptionBudget", "budget", "upd")
+    assert exc.value.status_code == 404
+    with pytest.raises(KubeApiError) as exc:
+        c.delete("Pod", "p", "upd", uid="not-the-uid")
+    assert exc.value.status_code == 409 and "Precondition failed: UID in precondition" in exc.value.body["message"]
+    assert c.delete("Pod", "p", "upd")["kind"] == "Pod"  # the pod registry answers with the object
+
+
+def test_list_pagination_is_consistent(kube: FakeKube) -> None:
+    c = kube.client
+    for i in range(5):
+        c.create(make_pod(f"p{i}", namespace="pages"), with_status=False)
+    first = c.list("Pod", "pages", limit=2)
+    assert len(first["items"]) == 2 and first["metadata"]["remainingItemCount"] == 3
+    c.create(make_pod("p9", namespace="pages"), with_status=False)  # not part of the paginated snapshot
+    second = c.list("Pod", "pages", limit=2, **{"continue": first["metadata"]["continue"]})
+    third = c.list("Pod", "pages", limit=2, **{"continue": second["metadata"]["continue"]})
+    names = [p["metadata"]["name"] for page in (first, second, third) for p in page["items"]]
+    assert names == ["p0", "p1", "p2", "p3", "p4"] and "continue" not in third["metadata"]
+    assert third["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+
+
+# -- watch ----------------------------------------------------------------------------------------------
+
+
+def test_watch_initial_state_then_live_events(kube: FakeKube) -> None:
+    c = kube.client
+    c.create(make_pod("existing", namespace="w1"))
+    with c.watch("Pod", "w1") as stream:
+        added = next_event(stream)
+        assert added["type"] == "ADDED" and added["object"]["metadata"]["name"] == "existing"
+        assert added["object"]["kind"] == "Pod"  # watch objects carry their TypeMeta
+        created = c.create(make_pod("new", namespace="w1"), with_status=False)
+        c.patch("Pod", "new", {"metadata": {"labels": {"a": "b"}}}, namespace="w1")
+        c.delete("Pod", "new", "w1")
+        c.create(make_pod("elsewhere", namespace="w1-other"))  # another namespace: not seen
+        events = [next_event(stream) for _ in range(3)]
+    assert [e["type"] for e in events] == ["ADDED", "MODIFIED", "DELETED"]
+    rvs = [rv(e["object"]) for e in events]
+    assert rvs == sorted(rvs) and rvs[0] == rv(created) and len(set(rvs)) == 3
+
+
+def test_watch_resumes_from_resource_version_and_applies_selectors(kube: FakeKube) -> None:
+    c = kube.client
+    start = c.list("Pod", "w2")["metadata"]["resourceVersion"]
+    c.create(make_pod("a", namespace="w2", labels={"team": "x"}), with_status=False)
+    c.create(make_pod("b", namespace="w2", labels={"team": "y"}), with_status=False)
+    with c.watch("Pod", "w2", resourceVersion=start, labelSelector="team=x") as stream:
+        replayed = next_event(stream)
+        assert (replayed["type"], replayed["object"]["metadata"]["name"]) == ("ADDED", "a")
+        c.patch("Pod", "a", {"metadata": {"labels": {"team": "y"}}}, namespace="w2")  # leaves the selection
+        c.patch("Pod", "b", {"metadata": {"labels": {"team": "x"}}}, namespace="w2")  # enters it
+        left, entered = next_event(stream), next_event(stream)
+    assert (left["type"], left["object"]["metadata"]["name"]) == ("DELETED", "a")
+    assert (entered["type"], entered["object"]["metadata"]["name"]) == ("ADDED", "b")
+
+
+def test_bookmarks_only_when_allowed_and_timeout_closes(kube: FakeKube) -> None:
+    c = kube.client
+    c.create(make_pod("bm", namespace="w3"), with_status=False)
+    now = c.list("Pod", "w3")["metadata"]["resourceVersion"]
+    with c.watch("Pod", "w3", resourceVersion=now, allowWatchBookmarks=True, timeoutSeconds=2) as stream:
+        bookmark = stream.next()
+    assert bookmark is not None and bookmark["type"] == "BOOKMARK"
+    assert bookmark["object"]["kind"] == "Pod" and bookmark["object"]["apiVersion"] == "v1"
+    assert int(bookmark["object"]["metadata"]["resourceVersion"]) >= int(now)
+    began = time.monotonic()
+    with c.watch("Pod", "w3", resourceVersion=now, timeoutSeconds=1) as stream:
+        assert stream.next() is None  # no bookmarks without allowWatchBookmarks; closed at the timeout
+    assert 0.8 < time.monotonic() - began < 3
+
+
+def test_watch_list_send_initial_events(kube: FakeKube) -> None:
+    c = kube.client
+    c.create(make_podgroup("g1", namespace="w4"))
+    params = {"sendInitialEvents": True, "allowWatchBookmarks": True, "resourceVersionMatch": "NotOlderThan"}
+    with c.watch("PodGroup", "w4", **params) as stream:
+        first, marker = stream.next(), stream.next()
+    assert first is not None and first["type"] == "ADDED" and first["object"]["kind"] == "PodGroup"
+    assert marker is not None and marker["type"] == "BOOKMARK"
+    assert marker["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+
+
+def test_compaction_gives_410_expired_and_break_closes_watches(kube: FakeKube) -> None:
+    c = kube.client
+    old = c.create(make_pod("c1", namespace="w5"), with_status=False)
+    c.patch("Pod", "c1", {"metadata": {"labels": {"v": "2"}}}, namespace="w5")
+    compacted = kube.compact()
+    kube.client.reset_stats()
+    with c.watch("Pod", "w5", resourceVersion=rv(old)) as stream:
+        error = stream.next()
+        assert stream.next() is None  # then the server closes the stream
+    assert error is not None and error["type"] == "ERROR"
+    status = error["object"]
+    assert (status["kind"], status["code"], status["reason"]) == ("Status", 410, "Expired")
+    assert status["message"] == f"too old resource version: {rv(old)} ({compacted})"
+
+    with c.watch("Pod", "w5", resourceVersion=str(compacted)) as stream:
+        kube.wait_for_watches("pods", 1)
+        assert kube.break_watches() >= 1
+        assert stream.next() is None
+    stats = kube.stats()
+    assert stats["requests"]["watch"]["pods"] == 2
+    deadline = time.monotonic() + 5
+    while kube.stats()["openWatches"]["pods"] and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert kube.stats()["openWatches"]["pods"] == 0
+
+
+def test_history_bound_expires_old_resource_versions() -> None:
+    store = Store(history_limit=2)
+    first = store.create(PODS, "ns", {"metadata": {"name": "a"}, "spec": {"containers": []}})
+    for name in ("b", "c"):
+        store.create(PODS, "ns", {"metadata": {"name": name}, "spec": {"containers": []}})
+    with pytest.raises(ApiError, match=r"too old resource version: 0 \(1\)") as exc:
+        store.subscribe(PODS, None, label_matcher(""), "0", initial=False)
+    assert exc.value.code == 410 and exc.value.body["reason"] == "Expired"
+    events, _ = store.subscribe(PODS, None, label_matcher(""), str(rv(first)), initial=False)
+    assert [e[1]["metadata"]["name"] for e in events] == ["b", "c"]
+
+
+# -- binding ----------------------------------------------------------------------------------------------
+
+
+def test_binding_mirrors_kube_apiserver(kube: FakeKube) -> None:
+    c = kube.client
+    missing = c.bind("ghost", "n1", namespace="b1")
+    assert missing.status_code == 404 and missing.json()["message"] == 'pods "ghost" not found'
+    pod = c.create(make_pod("p", namespace="b1"))
+    uid = pod["metadata"]["uid"]
+    wrong_uid = c.bind("p", "n1", namespace="b1", uid="00000000-0000-0000-0000-000000000000")
+    assert wrong_uid.status_code == 409 and wrong_uid.json()["reason"] == "Conflict"
+    assert (
+        f"UID in precondition: 00000000-0000-0000-0000-000000000000, UID in object meta: {uid}"
+        in (wrong_uid.json()["message"])
+    )
+    with c.watch("Pod", "b1", resourceVersion=pod["metadata"]["resourceVersion"]) as stream:
+        ok = c.bind("p", "node-that-does-not-exist", namespace="b1", uid=uid)
+        assert ok.status_code == 201
+        assert ok.json() == {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+        modified = next_event(stream)
+    assert modified["type"] == "MODIFIED" and modified["object"]["spec"]["nodeName"] == "node-that-does-not-exist"
+    conditions = {cond["type"]: cond["status"] for cond in modified["object"]["status"]["conditions"]}
+    assert conditions["PodScheduled"] == "True" and rv(modified["object"]) > rv(pod)
+    again = c.bind("p", "node-that-does-not-exist", namespace="b1", uid=uid)  # even the same node
+    assert again.status_code == 409
+    assert again.json()["message"] == (
+        'Operation cannot be fulfilled on pods/binding "p": pod p is already assigned to node '
+        '"node-that-does-not-exist"'
+    )
+    name_mismatch = c.request(
+        "POST", "/api/v1/namespaces/b1/pods/p/binding", json={"metadata": {"name": "other"}, "target": {"name": "n"}}
+    )
+    assert name_mismatch.status_code == 400
+
+    terminating = c.delete("Pod", "p", "b1", grace_period=1)
+    assert terminating["metadata"]["deletionTimestamp"] and c.get("Pod", "p", "b1")
+    deadline = time.monotonic() + 5
+    while c.request("GET", "/api/v1/namespaces/b1/pods/p").status_code != 404:
+        assert time.monotonic() < deadline, "graceful deletion never finished"
+        time.sleep(0.05)
+
+
+# -- CRD switch, faults, latency --------------------------------------------------------------------------
+
+
+def test_podgroup_crd_can_be_absent(fake_kube_factory: StartFakeKube) -> None:
+    kube = fake_kube_factory(podgroups=False)
+    c = kube.client
+    listed = c.request("GET", "/apis/scheduling.x-k8s.io/v1alpha1/podgroups")
+    assert listed.status_code == 404
+    assert listed.json()["kind"] == "Status" and listed.json()["reason"] == "NotFound"
+    assert c.request("GET", "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/d/podgroups/g").status_code == 404
+    assert c.request("GET", "/apis/scheduling.x-k8s.io/v1alpha1").status_code == 404
+    groups = {g["name"] for g in c.request("GET", "/apis").json()["groups"]}
+    assert groups == {"policy"}
+    assert c.list("Pod")["kind"] == "PodList"  # the rest still works
+    c.set_podgroups(True)  # the CRD gets installed
+    assert c.create(make_podgroup("g", namespace="d"))["kind"] == "PodGroup"
+
+
+def test_faults_and_latency(kube: FakeKube) -> None:
+    c = kube.client
+    pod = c.create(make_pod("f", namespace="faults"))
+    c.add_fault(503, match="/binding", count=1)
+    failed = c.bind("f", "n1", namespace="faults", uid=pod["metadata"]["uid"])
+    assert failed.status_code == 503 and failed.json()["kind"] == "Status"
+    assert c.bind("f", "n1", namespace="faults", uid=pod["metadata"]["uid"]).status_code == 201
+    c.set_latency(0.3)
+    try:
+        began = time.monotonic()
+        c.get("Pod", "f", "faults")
+        assert time.monotonic() - began >= 0.3
+    finally:
+        c.set_latency(0)
+        c.clear_faults()
+
+
+def test_kubeconfig_file_is_written(tmp_path: Path, fake_kube: FakeKube) -> None:
+    assert fake_kube.kubeconfig_path.exists() and fake_kube.kubeconfig_path.parent == tmp_path
