@@ -11,6 +11,7 @@ import logging
 from typing import Any
 
 from extenders.policy import Policy
+from extenders.preemption import process_preemption, to_wire
 from extenders.runtime import ClusterRuntime
 from redis.exceptions import RedisError
 
@@ -117,21 +118,26 @@ class Scheduler:
         return [{"Host": h, "Score": s} for h, s in engine.prioritize_nodes(self.policy, pod, snap, names)]
 
     async def preempt(self, args: ExtenderPreemptionArgs) -> dict[str, Any]:
-        pod_info(args.Pod)  # validates the preemptor
-        out: dict[str, Any] = {}
+        """Re-check kube-scheduler's candidates against what only we know (PDBs, gangs, managed resources)."""
+        pod = pod_info(args.Pod)
+        candidates: dict[str, list[str]] = {}
+        victim_pods: dict[str, PodInfo] | None = None
         if args.NodeNameToMetaVictims is not None:
-            for node, meta in args.NodeNameToMetaVictims.items():
-                out[node] = {
-                    "Pods": [{"UID": p.UID} for p in meta.Pods],
-                    "NumPDBViolations": meta.NumPDBViolations,
-                }
+            candidates = {n: [p.UID for p in m.Pods] for n, m in args.NodeNameToMetaVictims.items()}
         elif args.NodeNameToVictims is not None:
+            victim_pods = {}
             for node, victims in args.NodeNameToVictims.items():
-                out[node] = {
-                    "Pods": [{"UID": p.metadata.uid} for p in victims.Pods],
-                    "NumPDBViolations": victims.NumPDBViolations,
-                }
-        return {"NodeNameToMetaVictims": out}
+                infos = [pod_info(p) for p in victims.Pods]
+                candidates[node] = [i.uid for i in infos]
+                victim_pods.update({i.uid: i for i in infos})
+        try:
+            snap = await self.snapshot()
+        except SnapshotUnavailable:
+            # No snapshot, no vouching for any candidate: kube-scheduler preempts nothing this cycle.
+            log.warning("preempt answered no candidates: snapshot unavailable")
+            return {"NodeNameToMetaVictims": {}}
+        result = process_preemption(self.policy, pod, candidates, snap, victim_pods=victim_pods)
+        return to_wire(result)
 
     async def explain(self, args: ExplainArgs) -> dict[str, Any]:
         pod = pod_info(args.Pod)

@@ -1,0 +1,152 @@
+"""Filter + prioritize latency on a large synthetic snapshot; prints one JSON object.
+
+Default: 5000 nodes, 100k pods (20 per node), 500 candidate nodes per call, pods without
+inter-pod terms. Usage: python -m bench.bench_filter [--nodes N] [--pods-per-node K]
+[--candidates C] [--iterations I] [--affinity]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import time
+from typing import Any
+
+from extenders import engine
+from extenders.model import NodeFacts, NodeInfo, PodInfo, Taint
+from extenders.policy import default_policy
+from extenders.snapshot import Snapshot
+
+GI = 2**30
+
+
+def _pod(rng: random.Random, name: str, node: str, affinity: bool) -> PodInfo:
+    app = f"app-{rng.randrange(50)}"
+    pod = PodInfo(
+        namespace=f"ns-{rng.randrange(10)}",
+        name=name,
+        uid=f"uid-{name}",
+        labels={"app": app, "tier": rng.choice(("web", "db"))},
+        node_name=node,
+        requests={"cpu": rng.choice((50, 100, 200)), "memory": rng.choice((64, 128, 256)) * 2**20},
+        nonzero_cpu=100,
+        nonzero_memory=200 * 2**20,
+        images=[f"registry/{app}:1"],
+    )
+    if affinity and rng.random() < 0.05:
+        pod.affinity = {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": "kubernetes.io/hostname"}
+                ]
+            }
+        }
+    return pod
+
+
+def build(nodes: int, pods_per_node: int, affinity: bool, seed: int = 1) -> Snapshot:
+    rng = random.Random(seed)
+    snapshot = Snapshot()
+    for i in range(nodes):
+        name = f"node-{i}"
+        facts = NodeFacts(
+            name=name,
+            labels={
+                "kubernetes.io/hostname": name,
+                "topology.kubernetes.io/zone": f"zone-{i % 5}",
+                "disk": rng.choice(("ssd", "hdd")),
+            },
+            taints=[Taint("dedicated", "gpu", "NoSchedule")] if i % 50 == 0 else [],
+            conditions={"Ready": "True"},
+            allocatable={"cpu": 64000, "memory": 256 * GI, "pods": 110, "ephemeral-storage": 100 * GI},
+            images={f"registry/app-{j}:1": 100 * 2**20 for j in range(rng.randrange(10))},
+        )
+        pods = [_pod(rng, f"p-{i}-{k}", name, affinity) for k in range(pods_per_node)]
+        snapshot.nodes[name] = NodeInfo.build(name, facts, pods)
+    return snapshot
+
+
+def incoming(affinity: bool) -> PodInfo:
+    pod = PodInfo(
+        namespace="ns-1",
+        name="incoming",
+        uid="uid-incoming",
+        labels={"app": "app-7"},
+        requests={"cpu": 500, "memory": GI},
+        nonzero_cpu=500,
+        nonzero_memory=GI,
+        node_selector={"disk": "ssd"},
+        tolerations=[{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}],
+        topology_spread=[
+            {
+                "maxSkew": 5,
+                "topologyKey": "topology.kubernetes.io/zone",
+                "whenUnsatisfiable": "ScheduleAnyway",
+                "labelSelector": {"matchLabels": {"app": "app-7"}},
+            }
+        ],
+        images=["registry/app-7:1"],
+    )
+    if affinity:
+        pod.affinity = {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {"matchLabels": {"app": "app-7"}}, "topologyKey": "kubernetes.io/hostname"}
+                ]
+            }
+        }
+    return pod
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--pods-per-node", type=int, default=20)
+    parser.add_argument("--candidates", type=int, default=500)
+    parser.add_argument("--iterations", type=int, default=200)
+    parser.add_argument("--affinity", action="store_true", help="give pods inter-pod anti-affinity terms")
+    args = parser.parse_args()
+    snapshot = build(args.nodes, args.pods_per_node, args.affinity)
+    policy = default_policy()
+    pod = incoming(args.affinity)
+    rng = random.Random(2)
+    names = sorted(snapshot.nodes)
+    filter_ms: list[float] = []
+    total_ms: list[float] = []
+    passing = 0
+    for _ in range(args.iterations):
+        candidates = rng.sample(names, args.candidates)
+        start = time.perf_counter()
+        result = engine.filter_nodes(policy, pod, snapshot, candidates)
+        middle = time.perf_counter()
+        engine.prioritize_nodes(policy, pod, snapshot, result.passing)
+        end = time.perf_counter()
+        filter_ms.append((middle - start) * 1000)
+        total_ms.append((end - start) * 1000)
+        passing += len(result.passing)
+
+    def pct(values: list[float], q: float) -> float:
+        ordered = sorted(values)
+        return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3)
+
+    out: dict[str, Any] = {
+        "nodes": args.nodes,
+        "pods": args.nodes * args.pods_per_node,
+        "candidates": args.candidates,
+        "affinity": args.affinity,
+        "iterations": args.iterations,
+        "mean_passing": passing / args.iterations,
+        "filter_ms": {"p50": pct(filter_ms, 0.5), "p99": pct(filter_ms, 0.99)},
+        "filter_prioritize_ms": {
+            "p50": pct(total_ms, 0.5),
+            "p99": pct(total_ms, 0.99),
+            "mean": round(statistics.fmean(total_ms), 3),
+        },
+    }
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

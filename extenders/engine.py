@@ -1,0 +1,279 @@
+"""Runs a policy's predicates and priorities over a snapshot: filter, prioritize, explain.
+
+Pure functions, no I/O. Per pod, every predicate's ``prepare`` runs once (PreFilter) and
+the per-node loop only calls ``check`` for predicates that did not answer SKIP. Nodes the
+snapshot does not know fail as unresolvable before any predicate runs.
+
+Scores: each priority's raw scores are normalised over the candidates to 0..10, multiplied
+by the priority's weight and summed; the sum is divided by the sum of the weights and
+rounded half up, so the extender's answer stays within 0..MaxExtenderPriority (10) and
+kube-scheduler applies the extender's own weight on top.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import extenders.predicates
+import extenders.priorities
+from extenders.labels import SelectorError
+from extenders.model import NodeInfo, PodInfo
+from extenders.policy import Policy
+from extenders.predicates.base import PREDICATES, SKIP, Predicate, Verdict
+from extenders.priorities.base import MAX_PRIORITY, PRIORITIES, ScoringContext
+from extenders.snapshot import Snapshot
+
+_ = (extenders.predicates, extenders.priorities)  # the imports fill the registries
+
+NODE_NOT_FOUND = "node(s) not found in the extender's snapshot"
+_NOT_FOUND = Verdict(False, NODE_NOT_FOUND, unresolvable=True)
+REASON_SEPARATOR = ", "
+
+CheckFn = Callable[[PodInfo, NodeInfo, Any], Verdict]
+
+
+@dataclass(slots=True)
+class FilterResult:
+    passing: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    unresolvable: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Step:
+    name: str
+    predicate: Predicate
+    state: Any
+    error: Verdict | None = None  # prepare failed: every node gets this verdict
+
+
+def _invalid_check(pod: PodInfo, node: NodeInfo, state: Any) -> Verdict:
+    verdict: Verdict = state
+    return verdict
+
+
+class PreparedPod:
+    """A pod's prepared predicate states against one snapshot, reusable across nodes.
+
+    ``with_node`` derives the states for the same snapshot with one node replaced (for
+    instance without preemption victims) without rescanning the cluster.
+    """
+
+    __slots__ = ("_active", "pod", "policy", "snapshot", "steps")
+
+    def __init__(self, policy: Policy, pod: PodInfo, snapshot: Snapshot, steps: list[_Step]) -> None:
+        self.policy = policy
+        self.pod = pod
+        self.snapshot = snapshot
+        self.steps = steps
+        self._active: list[tuple[str, CheckFn, Any]] = []
+        for step in steps:
+            if step.error is not None:
+                self._active.append((step.name, _invalid_check, step.error))
+            elif step.state is not SKIP:
+                self._active.append((step.name, step.predicate.check, step.state))
+
+    @classmethod
+    def build(cls, policy: Policy, pod: PodInfo, snapshot: Snapshot) -> PreparedPod:
+        steps: list[_Step] = []
+        for name in policy.predicate_names:
+            predicate = PREDICATES[name]
+            try:
+                steps.append(_Step(name, predicate, predicate.prepare(pod, snapshot)))
+            except SelectorError as exc:
+                steps.append(_Step(name, predicate, None, Verdict(False, f"invalid pod spec: {exc}", True)))
+        return cls(policy, pod, snapshot, steps)
+
+    def with_node(self, node: NodeInfo) -> PreparedPod:
+        """States as if the snapshot held ``node`` in place of its node of the same name."""
+        old = self.snapshot.nodes.get(node.name)
+        if old is node:
+            return self
+        steps: list[_Step] = []
+        for step in self.steps:
+            adjust = getattr(step.predicate, "adjust", None)
+            if step.error is None and adjust is not None:
+                steps.append(_Step(step.name, step.predicate, adjust(step.state, self.pod, old, node)))
+            else:
+                steps.append(step)
+        overlay = Snapshot(
+            nodes={**self.snapshot.nodes, node.name: node},
+            pending=self.snapshot.pending,
+            pdbs=self.snapshot.pdbs,
+            generation=self.snapshot.generation,
+        )
+        return PreparedPod(self.policy, self.pod, overlay, steps)
+
+    def first_failure(self, node: NodeInfo | None) -> Verdict | None:
+        """The first failing verdict in policy order, or None when the node fits."""
+        if node is None or node.node is None:
+            return _NOT_FOUND
+        pod = self.pod
+        for _name, check, state in self._active:
+            verdict = check(pod, node, state)
+            if not verdict.fit:
+                return verdict
+        return None
+
+    def failures(self, node: NodeInfo | None) -> list[Verdict]:
+        """Every failing verdict, in policy order (empty when the node fits)."""
+        if node is None or node.node is None:
+            return [_NOT_FOUND]
+        pod = self.pod
+        out: list[Verdict] = []
+        for _name, check, state in self._active:
+            verdict = check(pod, node, state)
+            if not verdict.fit:
+                out.append(verdict)
+        return out
+
+    def evaluate(self, node: NodeInfo | None) -> list[tuple[str, Verdict]]:
+        """Every predicate's verdict by name, in policy order (SKIP counts as a fit)."""
+        if node is None or node.node is None:
+            return [(step.name, _NOT_FOUND) for step in self.steps]
+        results: dict[str, Verdict] = {}
+        for name, check, state in self._active:
+            results[name] = check(self.pod, node, state)
+        return [(step.name, results.get(step.name, Verdict(True))) for step in self.steps]
+
+
+def prepare_pod(policy: Policy, pod: PodInfo, snapshot: Snapshot) -> PreparedPod:
+    return PreparedPod.build(policy, pod, snapshot)
+
+
+def combine(verdicts: list[Verdict]) -> Verdict:
+    """Several failures as one: distinct reasons joined, unresolvable if any is."""
+    reasons: list[str] = []
+    for verdict in verdicts:
+        for part in verdict.reason.split(REASON_SEPARATOR):
+            if part not in reasons:
+                reasons.append(part)
+    return Verdict(False, REASON_SEPARATOR.join(reasons), any(v.unresolvable for v in verdicts))
+
+
+def filter_nodes(policy: Policy, pod: PodInfo, snapshot: Snapshot, node_names: Iterable[str]) -> FilterResult:
+    """Split ``node_names`` into passing, failed (preemption may help) and unresolvable."""
+    prepared = PreparedPod.build(policy, pod, snapshot)
+    return filter_prepared(prepared, node_names)
+
+
+def filter_prepared(prepared: PreparedPod, node_names: Iterable[str]) -> FilterResult:
+    result = FilterResult()
+    passing, failed, unresolvable = result.passing, result.failed, result.unresolvable
+    nodes = prepared.snapshot.nodes
+    check_all = prepared.policy.always_check_all_predicates
+    for name in node_names:
+        node = nodes.get(name)
+        if check_all:
+            failures = prepared.failures(node)
+            verdict = None if not failures else failures[0] if len(failures) == 1 else combine(failures)
+        else:
+            verdict = prepared.first_failure(node)
+        if verdict is None:
+            passing.append(name)
+        elif verdict.unresolvable:
+            unresolvable[name] = verdict.reason
+        else:
+            failed[name] = verdict.reason
+    return result
+
+
+def fits(
+    policy: Policy, pod: PodInfo, node: NodeInfo, snapshot: Snapshot, prepared: PreparedPod | None = None
+) -> list[Verdict]:
+    """Failing verdicts of every predicate for ``pod`` on ``node`` (empty list: it fits).
+
+    ``node`` may be a modified copy of the snapshot's node (victims removed): the prepared
+    states are adjusted to it. Pass ``prepared`` (from ``prepare_pod``) to reuse the
+    snapshot-wide work across many such checks.
+    """
+    base = prepared if prepared is not None else PreparedPod.build(policy, pod, snapshot)
+    return base.with_node(node).failures(node)
+
+
+# ---------------------------------------------------------------- priorities
+def _context(policy: Policy) -> ScoringContext:
+    return ScoringContext(
+        resource_weights=dict(policy.resource_weights),
+        hard_pod_affinity_symmetric_weight=policy.hard_pod_affinity_symmetric_weight,
+    )
+
+
+def _round_half_up(value: float) -> int:
+    return int(value + 0.5) if value >= 0 else 0
+
+
+def _score(
+    policy: Policy, pod: PodInfo, snapshot: Snapshot, infos: list[NodeInfo], detail: bool
+) -> tuple[dict[str, int], dict[str, dict[str, dict[str, float]]]]:
+    names = [info.name for info in infos]
+    totals = dict.fromkeys(names, 0.0)
+    details: dict[str, dict[str, dict[str, float]]] = {n: {} for n in names} if detail else {}
+    weights = policy.priority_weights
+    if not weights or not infos:
+        return dict.fromkeys(names, 0), details
+    ctx = _context(policy)
+    for prio_name, weight in weights:
+        priority = PRIORITIES[prio_name]
+        state = priority.prepare(pod, snapshot, infos, ctx)
+        score = priority.score
+        raw = {info.name: score(pod, info, state, ctx) for info in infos}
+        normalized = priority.normalize(raw, state)
+        for name in names:
+            value = normalized.get(name, 0.0)
+            totals[name] += weight * value
+            if detail:
+                details[name][prio_name] = {"raw": raw[name], "score": value}
+    weight_sum = sum(w for _, w in weights)
+    final = {n: min(MAX_PRIORITY, _round_half_up(t / weight_sum)) for n, t in totals.items()}
+    return final, details
+
+
+def prioritize_nodes(
+    policy: Policy, pod: PodInfo, snapshot: Snapshot, node_names: Iterable[str]
+) -> list[tuple[str, int]]:
+    """(host, score 0..10) for every requested node, in request order; unknown nodes score 0."""
+    names = list(node_names)
+    nodes = snapshot.nodes
+    infos = [info for n in names if (info := nodes.get(n)) is not None and info.node is not None]
+    scores, _ = _score(policy, pod, snapshot, infos, detail=False)
+    return [(n, scores.get(n, 0)) for n in names]
+
+
+# ---------------------------------------------------------------- explain
+def explain(
+    policy: Policy, pod: PodInfo, snapshot: Snapshot, node_names: Iterable[str] | None = None
+) -> dict[str, Any]:
+    """Every predicate's verdict on every node, and the priorities over the nodes that fit.
+
+    ``{"nodes": {name: {"fit", "predicates": {pred: {"fit", "reason", "unresolvable"}},
+    "priorities": {prio: {"raw", "score"}}, "score"}}}``; nodes that do not fit have no
+    priorities and score 0. All predicates are evaluated regardless of the policy's
+    ``alwaysCheckAllPredicates``.
+    """
+    names = sorted(snapshot.nodes) if node_names is None else list(node_names)
+    prepared = PreparedPod.build(policy, pod, snapshot)
+    out: dict[str, dict[str, Any]] = {}
+    fitting: list[NodeInfo] = []
+    for name in names:
+        node = snapshot.nodes.get(name)
+        verdicts = prepared.evaluate(node)
+        fit = node is not None and node.node is not None and all(v.fit for _, v in verdicts)
+        out[name] = {
+            "fit": fit,
+            "predicates": {
+                pred: {"fit": v.fit, "reason": v.reason, "unresolvable": v.unresolvable} for pred, v in verdicts
+            },
+            "priorities": {},
+            "score": 0,
+        }
+        if fit and node is not None:
+            fitting.append(node)
+    scores, details = _score(policy, pod, snapshot, fitting, detail=True)
+    for info in fitting:
+        entry = out[info.name]
+        entry["priorities"] = details.get(info.name, {})
+        entry["score"] = scores.get(info.name, 0)
+    return {"nodes": out}

@@ -1,0 +1,179 @@
+"""PodTopologySpread: kube-scheduler's PodTopologySpread filter (DoNotSchedule constraints only).
+
+``prepare`` (PreFilter) counts, per constraint and topology value, the pods in the incoming
+pod's namespace that match the constraint's selector (terminating pods excluded) on the
+eligible nodes: nodes carrying every constraint's topology key and passing the constraint's
+inclusion policies (nodeAffinityPolicy, default Honor: the pod's nodeSelector and required
+node affinity; nodeTaintsPolicy, default Ignore). Every eligible node registers its domain,
+even with zero matches. A node fails when placing the pod there would make
+``matches in its domain + self-match - global minimum`` exceed maxSkew, the global minimum
+being 0 while fewer than minDomains domains exist. ``matchLabelKeys`` adds ``key In
+[pod's value]`` for each key the pod carries. As in the plugin, a node lacking a topology
+key is unresolvable, but a skew violation is resolvable: evicting matching pods can fix it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from extenders.labels import LabelMatcher, NodeMatcher, compile_label_selector, first_untolerated_taint
+from extenders.model import NodeInfo, PodInfo
+from extenders.predicates.base import FIT, SKIP, Verdict, register
+from extenders.predicates.node_selector import compile_required_node_affinity
+from extenders.predicates.taints import DO_NOT_SCHEDULE_EFFECTS
+from extenders.snapshot import Snapshot
+
+NAME = "PodTopologySpread"
+CONSTRAINTS_NOT_MATCH = "node(s) didn't match pod topology spread constraints"
+MISSING_LABEL = CONSTRAINTS_NOT_MATCH + " (missing required label)"
+_FAIL_SKEW = Verdict(False, CONSTRAINTS_NOT_MATCH)
+_FAIL_LABEL = Verdict(False, MISSING_LABEL, unresolvable=True)
+_NO_DOMAIN_MIN = 2**31 - 1  # the plugin's starting minimum when no domain was seen
+
+
+@dataclass(slots=True, frozen=True)
+class Constraint:
+    max_skew: int
+    topology_key: str
+    selector: LabelMatcher
+    min_domains: int
+    honor_affinity: bool
+    honor_taints: bool
+    self_match: int
+
+
+def _with_match_label_keys(selector: LabelMatcher, keys: list[str], labels: Mapping[str, str]) -> LabelMatcher:
+    pairs = tuple((k, labels[k]) for k in keys if k in labels)
+    if not pairs:
+        return selector
+    return lambda other: selector(other) and all(other.get(k) == v for k, v in pairs)
+
+
+def compile_constraints(pod: PodInfo) -> tuple[Constraint, ...]:
+    """The pod's DoNotSchedule constraints, compiled."""
+    out: list[Constraint] = []
+    for raw in pod.topology_spread:
+        if raw.get("whenUnsatisfiable") != "DoNotSchedule":
+            continue
+        selector = compile_label_selector(raw.get("labelSelector"))
+        selector = _with_match_label_keys(selector, list(raw.get("matchLabelKeys") or []), pod.labels)
+        min_domains = raw.get("minDomains")
+        out.append(
+            Constraint(
+                max_skew=int(raw.get("maxSkew") or 1),
+                topology_key=raw.get("topologyKey") or "",
+                selector=selector,
+                min_domains=int(min_domains) if min_domains is not None else 1,
+                honor_affinity=(raw.get("nodeAffinityPolicy") or "Honor") == "Honor",
+                honor_taints=(raw.get("nodeTaintsPolicy") or "Ignore") == "Honor",
+                self_match=1 if selector(pod.labels) else 0,
+            )
+        )
+    return tuple(out)
+
+
+@dataclass(slots=True)
+class SpreadState:
+    constraints: tuple[Constraint, ...]
+    node_affinity: NodeMatcher | None
+    tolerations: list[dict[str, Any]]
+    counts: list[dict[str, int]]  # per constraint: topology value -> matching pods
+    minimums: list[int]
+
+
+def _eligible(state: SpreadState, constraint: Constraint, node: NodeInfo) -> bool:
+    facts = node.node
+    if facts is None:
+        return False
+    if (
+        constraint.honor_affinity
+        and state.node_affinity is not None
+        and not state.node_affinity(node.name, facts.labels)
+    ):
+        return False
+    return not (
+        constraint.honor_taints
+        and first_untolerated_taint(facts.taints, state.tolerations, DO_NOT_SCHEDULE_EFFECTS) is not None
+    )
+
+
+def _add_node(state: SpreadState, pod: PodInfo, node: NodeInfo, sign: int) -> None:
+    if node.node is None:
+        return
+    labels = node.labels
+    constraints = state.constraints
+    for constraint in constraints:
+        if constraint.topology_key not in labels:
+            return
+    namespace, uid = pod.namespace, pod.uid
+    for index, constraint in enumerate(constraints):
+        if not _eligible(state, constraint, node):
+            continue
+        matching = 0
+        selector = constraint.selector
+        for other in node.pods.values():
+            if (
+                other.namespace == namespace
+                and other.deletion_timestamp is None
+                and other.uid != uid
+                and selector(other.labels)
+            ):
+                matching += 1
+        counts = state.counts[index]
+        value = labels[constraint.topology_key]
+        counts[value] = counts.get(value, 0) + sign * matching
+
+
+def _finish(state: SpreadState) -> SpreadState:
+    state.minimums = [
+        (min(counts.values()) if counts else _NO_DOMAIN_MIN) if len(counts) >= c.min_domains else 0
+        for c, counts in zip(state.constraints, state.counts, strict=True)
+    ]
+    return state
+
+
+class PodTopologySpread:
+    name = NAME
+
+    def prepare(self, pod: PodInfo, snapshot: Snapshot) -> Any:
+        constraints = compile_constraints(pod)
+        if not constraints:
+            return SKIP
+        state = SpreadState(
+            constraints=constraints,
+            node_affinity=compile_required_node_affinity(pod),
+            tolerations=pod.tolerations,
+            counts=[{} for _ in constraints],
+            minimums=[],
+        )
+        for node in snapshot.nodes.values():
+            _add_node(state, pod, node, 1)
+        return _finish(state)
+
+    def adjust(self, state: Any, pod: PodInfo, old: NodeInfo | None, new: NodeInfo) -> Any:
+        if state is SKIP:
+            return SKIP
+        assert isinstance(state, SpreadState)
+        fresh = SpreadState(
+            state.constraints, state.node_affinity, state.tolerations, [dict(c) for c in state.counts], []
+        )
+        if old is not None:
+            _add_node(fresh, pod, old, -1)
+        _add_node(fresh, pod, new, 1)
+        return _finish(fresh)
+
+    def check(self, pod: PodInfo, node: NodeInfo, state: Any) -> Verdict:
+        labels = node.labels
+        for index, constraint in enumerate(state.constraints):
+            value = labels.get(constraint.topology_key)
+            if value is None:
+                return _FAIL_LABEL
+            matching = state.counts[index].get(value, 0)
+            if matching + constraint.self_match - state.minimums[index] > constraint.max_skew:
+                return _FAIL_SKEW
+        return FIT
+
+
+register(PodTopologySpread())

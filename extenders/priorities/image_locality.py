@@ -1,0 +1,88 @@
+"""ImageLocality: prefer nodes that already hold the pod's container images.
+
+Each image present on the node adds ``size * (nodes having it / all nodes)``, so an image
+that is everywhere does not pull pods onto one node. The sum is clamped to 23 MiB ..
+1000 MiB per container and scaled to 0..MAX, as kube-scheduler does: small images are
+cheap to pull anyway, and one huge image should not dominate.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from extenders.model import NodeInfo, PodInfo
+from extenders.priorities.base import MAX_PRIORITY, ScoringContext, register
+from extenders.priorities.normalize import clamp
+from extenders.snapshot import Snapshot
+
+MIB = 1024 * 1024
+MIN_THRESHOLD = 23 * MIB
+MAX_CONTAINER_THRESHOLD = 1000 * MIB
+
+
+def normalized_image_name(name: str) -> str:
+    """A reference without a tag or digest means ``:latest`` (a ``:`` before the last ``/`` is a port)."""
+    if name.rfind(":") <= name.rfind("/"):
+        return name + ":latest"
+    return name
+
+
+def image_priority(sum_scores: float, containers: int) -> float:
+    """Clamp the summed image scores and scale them to 0..MAX."""
+    max_threshold = MAX_CONTAINER_THRESHOLD * containers
+    if max_threshold <= MIN_THRESHOLD:
+        return 0.0
+    clamped = min(max(sum_scores, MIN_THRESHOLD), max_threshold)
+    return MAX_PRIORITY * (clamped - MIN_THRESHOLD) / (max_threshold - MIN_THRESHOLD)
+
+
+class ImageState:
+    """Per pod: each container's normalised image with its spread over the cluster."""
+
+    __slots__ = ("containers", "images")
+
+    def __init__(self, images: tuple[tuple[str, float], ...], containers: int) -> None:
+        self.images = images
+        self.containers = containers
+
+
+class ImageLocality:
+    name = "ImageLocality"
+
+    def prepare(self, pod: PodInfo, snapshot: Snapshot, nodes: list[NodeInfo], ctx: ScoringContext) -> ImageState:
+        names = [normalized_image_name(image) for image in pod.images]
+        wanted = set(names)
+        having = dict.fromkeys(wanted, 0)
+        total = 0
+        for info in snapshot.nodes.values():
+            facts = info.node
+            if facts is None:
+                continue
+            total += 1
+            node_images = facts.images
+            if not node_images:
+                continue
+            for name in wanted:
+                if name in node_images:
+                    having[name] += 1
+        # Images no node holds cannot score; with none left, score() returns 0 at once.
+        present = tuple((name, having[name] / total) for name in names if having[name])
+        return ImageState(present, len(names))
+
+    def score(self, pod: PodInfo, node: NodeInfo, state: Any, ctx: ScoringContext) -> float:
+        facts = node.node
+        if not state.images or facts is None or not facts.images:
+            return 0.0
+        node_images = facts.images
+        total = 0.0
+        for name, spread in state.images:
+            size = node_images.get(name)
+            if size is not None:
+                total += size * spread
+        return image_priority(total, state.containers)
+
+    def normalize(self, raw: dict[str, float], state: Any) -> dict[str, float]:
+        return clamp(raw)
+
+
+register(ImageLocality())

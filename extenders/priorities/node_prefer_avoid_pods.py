@@ -1,0 +1,62 @@
+"""NodePreferAvoidPods: keep a controller's pods off nodes whose annotation asks to avoid them.
+
+The node annotation ``scheduler.alpha.kubernetes.io/preferAvoidPods`` lists pod signatures
+(controller kind and uid). A pod owned by a listed ReplicationController or ReplicaSet
+scores 0 there, every other pod and node MAX. An annotation that does not parse is ignored.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Any
+
+from extenders.model import PREFER_AVOID_PODS_ANNOTATION, NodeInfo, PodInfo
+from extenders.priorities.base import MAX_PRIORITY, ScoringContext, register
+from extenders.priorities.normalize import clamp
+from extenders.snapshot import Snapshot
+
+_AVOIDABLE_KINDS = frozenset({"ReplicationController", "ReplicaSet"})
+
+
+@lru_cache(maxsize=1024)
+def avoided_controllers(annotation: str) -> frozenset[tuple[str, str]]:
+    """(kind, uid) of every controller the annotation names; empty when it does not parse."""
+    try:
+        doc = json.loads(annotation)
+        entries = doc.get("preferAvoidPods") or []
+        out: set[tuple[str, str]] = set()
+        for entry in entries:
+            controller = (entry.get("podSignature") or {}).get("podController") or {}
+            kind, uid = str(controller.get("kind") or ""), str(controller.get("uid") or "")
+            if kind and uid:
+                out.add((kind, uid))
+        return frozenset(out)
+    except (ValueError, AttributeError, TypeError):
+        return frozenset()
+
+
+class NodePreferAvoidPods:
+    name = "NodePreferAvoidPods"
+
+    def prepare(
+        self, pod: PodInfo, snapshot: Snapshot, nodes: list[NodeInfo], ctx: ScoringContext
+    ) -> tuple[str, str] | None:
+        owner = pod.owner
+        if owner is None or owner.kind not in _AVOIDABLE_KINDS:
+            return None
+        return (owner.kind, owner.uid)
+
+    def score(self, pod: PodInfo, node: NodeInfo, state: Any, ctx: ScoringContext) -> float:
+        if state is None or node.node is None:
+            return float(MAX_PRIORITY)
+        annotation = node.node.annotations.get(PREFER_AVOID_PODS_ANNOTATION)
+        if annotation and state in avoided_controllers(annotation):
+            return 0.0
+        return float(MAX_PRIORITY)
+
+    def normalize(self, raw: dict[str, float], state: Any) -> dict[str, float]:
+        return clamp(raw)
+
+
+register(NodePreferAvoidPods())

@@ -1,0 +1,42 @@
+"""TaintToleration: prefer nodes with fewer PreferNoSchedule taints the pod does not tolerate.
+
+Raw score is that count; normalised reversed, so the node with the most such taints gets 0
+and an untainted node MAX (every node MAX when none has any).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from extenders.labels import tolerations_tolerate
+from extenders.model import NodeInfo, PodInfo
+from extenders.priorities.base import ScoringContext, register
+from extenders.priorities.normalize import by_max
+from extenders.snapshot import Snapshot
+
+PREFER_NO_SCHEDULE = "PreferNoSchedule"
+
+
+class TaintToleration:
+    name = "TaintToleration"
+
+    def prepare(
+        self, pod: PodInfo, snapshot: Snapshot, nodes: list[NodeInfo], ctx: ScoringContext
+    ) -> list[dict[str, Any]]:
+        # Only tolerations that can apply to PreferNoSchedule taints matter here.
+        return [t for t in pod.tolerations if (t.get("effect") or "") in ("", PREFER_NO_SCHEDULE)]
+
+    def score(self, pod: PodInfo, node: NodeInfo, state: Any, ctx: ScoringContext) -> float:
+        if node.node is None:
+            return 0.0
+        count = 0
+        for taint in node.node.taints:
+            if taint.effect == PREFER_NO_SCHEDULE and not tolerations_tolerate(state, taint):
+                count += 1
+        return float(count)
+
+    def normalize(self, raw: dict[str, float], state: Any) -> dict[str, float]:
+        return by_max(raw, reverse=True)
+
+
+register(TaintToleration())

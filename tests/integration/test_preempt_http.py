@@ -1,0 +1,139 @@
+"""The preempt verb over HTTP, against a snapshot the server loaded from the (fake) Kubernetes API.
+
+One cluster for the module: nodes with an extended resource (example.com/gpu) kube-scheduler
+ignores. The requests carry kube-scheduler's own victims; the answers must add the GPU
+holders the extender alone knows about, drop nodes that cannot work, and count PDBs.
+"""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.fake_kube.client import make_node, make_pdb, make_pod
+from tests.plugins.fake_kube import FakeKube
+from tests.plugins.servers import ServerProcess
+
+pytestmark = pytest.mark.integration
+
+GPU = "example.com/gpu"
+Json = dict[str, Any]
+
+
+class Cluster:
+    def __init__(self, kube: FakeKube, server: ServerProcess, pods: dict[str, Json]) -> None:
+        self.kube = kube
+        self.server = server
+        self.pods = pods  # by name, as the API server returned them (uids assigned)
+
+    def uid(self, name: str) -> str:
+        uid: str = self.pods[name]["metadata"]["uid"]
+        return uid
+
+
+def _pod(name: str, node: str, priority: int, cpu: str, gpu: int = 0, labels: dict[str, str] | None = None) -> Json:
+    extra = {GPU: str(gpu)} if gpu else None
+    return make_pod(name, node_name=node, priority=priority, cpu=cpu, extra_requests=extra, labels=labels)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory, redis_url: str) -> Iterator[Cluster]:
+    directory: Path = tmp_path_factory.mktemp("preempt-http")
+    kube = FakeKube(directory, bookmark_interval=0.5)
+    server: ServerProcess | None = None
+    try:
+        for name in ("n1", "n2", "n3"):
+            kube.client.create(make_node(name, cpu="4", extra_allocatable={GPU: "1"}))
+        kube.client.create(make_pdb("db", match_labels={"app": "db"}, disruptions_allowed=0))
+        created: dict[str, Json] = {}
+        for pod in (
+            # n1: kube-scheduler frees CPU (cpu-hog); the GPU is held by a PDB-guarded pod.
+            _pod("cpu-hog", "n1", 10, "3"),
+            _pod("gpu-db", "n1", 10, "100m", gpu=1, labels={"app": "db"}),
+            # n2: the GPU is held by a pod as important as the preemptor: no way to fit.
+            _pod("cpu-hog-2", "n2", 10, "3"),
+            _pod("gpu-peer", "n2", 1000, "100m", gpu=1),
+            # n3: the GPU is free; kube-scheduler's victim is enough.
+            _pod("cpu-hog-3", "n3", 10, "3"),
+        ):
+            created[pod["metadata"]["name"]] = kube.client.create(pod)
+        env = {
+            "EXTENDER_REDIS_URL": redis_url,
+            "EXTENDER_REDIS_PREFIX": f"pre{uuid.uuid4().hex[:8]}",
+            "EXTENDER_KUBE_MODE": "on",
+            "EXTENDER_KUBE_URL": kube.url,
+            "EXTENDER_KUBE_TOKEN": kube.token,
+        }
+        server = ServerProcess(env, "preempt")
+        server.wait_healthy()
+        server.wait_ready()
+        yield Cluster(kube, server, created)
+    finally:
+        if server is not None:
+            server.stop()
+        kube.stop()
+
+
+def preemptor(policy: str | None = None) -> Json:
+    pod = make_pod("high", cpu="1", priority=1000, extra_requests={GPU: "1"})
+    pod["metadata"]["uid"] = "uid-high"
+    if policy:
+        pod["spec"]["preemptionPolicy"] = policy
+    return pod
+
+
+# What kube-scheduler (blind to the GPU) picks: the CPU hog on each node, plus a node we lack.
+SCHEDULER_VICTIMS = {"n1": ["cpu-hog"], "n2": ["cpu-hog-2"], "n3": ["cpu-hog-3"], "ghost": ["cpu-hog"]}
+
+
+def meta_body(cluster: Cluster, pod: Json) -> Json:
+    return {
+        "Pod": pod,
+        "NodeNameToVictims": None,
+        "NodeNameToMetaVictims": {
+            node: {"Pods": [{"UID": cluster.uid(v)} for v in victims], "NumPDBViolations": 0}
+            for node, victims in SCHEDULER_VICTIMS.items()
+        },
+    }
+
+
+def full_body(cluster: Cluster, pod: Json) -> Json:
+    return {
+        "Pod": pod,
+        "NodeNameToVictims": {
+            node: {"Pods": [copy.deepcopy(cluster.pods[v]) for v in victims], "NumPDBViolations": 0}
+            for node, victims in SCHEDULER_VICTIMS.items()
+        },
+    }
+
+
+def post(cluster: Cluster, body: Json) -> Json:
+    response = httpx.post(f"{cluster.server.url}/preempt", json=body, timeout=10.0)
+    assert response.status_code == 200, response.text
+    answer: Json = response.json()
+    return answer
+
+
+@pytest.mark.parametrize("form", ["meta", "full"])
+def test_preempt_adds_gpu_victims_and_drops_hopeless_nodes(cluster: Cluster, form: str) -> None:
+    body = meta_body(cluster, preemptor()) if form == "meta" else full_body(cluster, preemptor())
+    answer = post(cluster, body)
+    assert answer == {
+        "NodeNameToMetaVictims": {
+            "n1": {"Pods": [{"UID": cluster.uid("cpu-hog")}, {"UID": cluster.uid("gpu-db")}], "NumPDBViolations": 1},
+            "n3": {"Pods": [{"UID": cluster.uid("cpu-hog-3")}], "NumPDBViolations": 0},
+        }
+    }, cluster.server.log()
+
+
+@pytest.mark.parametrize("form", ["meta", "full"])
+def test_preempt_never_policy_gets_no_candidates(cluster: Cluster, form: str) -> None:
+    pod = preemptor(policy="Never")
+    body = meta_body(cluster, pod) if form == "meta" else full_body(cluster, pod)
+    assert post(cluster, body) == {"NodeNameToMetaVictims": {}}

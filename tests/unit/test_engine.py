@@ -1,0 +1,166 @@
+"""The engine: filter buckets and reasons, prioritize arithmetic, explain's shape, fits()."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from extenders import engine
+from extenders.model import NodeInfo, PodInfo
+from extenders.policy import Policy, default_policy, parse_policy
+from extenders.priorities.base import PRIORITIES, ScoringContext
+from extenders.snapshot import Snapshot
+from tests.gen_cluster import make_node, make_pod, make_snapshot
+
+SMALL = {"cpu": "1", "memory": "1Gi", "pods": "10"}
+
+
+def cluster() -> Snapshot:
+    return make_snapshot(
+        make_node("fits", labels={"disk": "ssd"}),
+        make_node("full", labels={"disk": "ssd"}, allocatable=SMALL, pods=[make_pod("x", requests={"cpu": "800m"})]),
+        make_node("tiny", labels={"disk": "ssd"}, allocatable=SMALL),
+        make_node("hdd", labels={"disk": "hdd"}),
+        make_node("tainted", labels={"disk": "ssd"}, taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}]),
+        make_node("both", labels={"disk": "hdd"}, allocatable=SMALL),
+        NodeInfo.build("podsonly", None, [make_pod("y", node_name="podsonly")]),
+    )
+
+
+POD = make_pod(requests={"cpu": "500m"}, spec={"nodeSelector": {"disk": "ssd"}})
+
+
+def test_filter_buckets_and_reasons() -> None:
+    names = ["fits", "full", "tiny", "hdd", "tainted", "podsonly", "nowhere"]
+    result = engine.filter_nodes(default_policy(), POD, cluster(), names)
+    assert result.passing == ["fits", "tiny"]
+    assert result.failed == {"full": "Insufficient cpu"}
+    assert result.unresolvable == {
+        "hdd": "node(s) didn't match Pod's node affinity/selector",
+        "tainted": "node(s) had untolerated taint {k: v}",
+        "podsonly": engine.NODE_NOT_FOUND,
+        "nowhere": engine.NODE_NOT_FOUND,
+    }
+
+
+def test_first_failure_versus_all_failures() -> None:
+    big = make_pod(requests={"cpu": "2"}, spec={"nodeSelector": {"disk": "ssd"}})
+    first = engine.filter_nodes(default_policy(), big, cluster(), ["both"])
+    assert first.unresolvable == {"both": "node(s) didn't match Pod's node affinity/selector"}
+    every = engine.filter_nodes(
+        default_policy().model_copy(update={"always_check_all_predicates": True}), big, cluster(), ["both"]
+    )
+    assert every.unresolvable == {"both": "node(s) didn't match Pod's node affinity/selector, Insufficient cpu"}
+
+
+def test_all_failures_resolvable_stay_in_failed() -> None:
+    policy = parse_policy({"predicates": ["PodFitsResources", "PodFitsHostPorts"], "alwaysCheckAllPredicates": True})
+    ported = {"containers": [{"name": "c", "ports": [{"containerPort": 80, "hostPort": 80}]}]}
+    node = make_node("n", allocatable={"cpu": "1", "memory": "1Gi", "pods": "1"}, pods=[make_pod("e", spec=ported)])
+    result = engine.filter_nodes(policy, make_pod(spec=ported), make_snapshot(node), ["n"])
+    assert result.failed == {"n": "Too many pods, node(s) didn't have free ports for the requested pod ports"}
+
+
+def test_empty_policy_passes_known_nodes_only() -> None:
+    policy = parse_policy({"predicates": [], "priorities": []})
+    result = engine.filter_nodes(policy, POD, cluster(), ["hdd", "nowhere"])
+    assert result.passing == ["hdd"] and result.unresolvable == {"nowhere": engine.NODE_NOT_FOUND}
+    assert engine.prioritize_nodes(policy, POD, cluster(), ["hdd", "nowhere"]) == [("hdd", 0), ("nowhere", 0)]
+
+
+def test_invalid_selector_fails_every_node_unresolvably() -> None:
+    bad = make_pod(
+        spec={
+            "affinity": {
+                "podAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": [
+                        {"labelSelector": {"matchExpressions": [{"key": "a", "operator": "Near"}]}, "topologyKey": "z"}
+                    ]
+                }
+            }
+        }
+    )
+    result = engine.filter_nodes(default_policy(), bad, cluster(), ["fits"])
+    assert "invalid pod spec" in result.unresolvable["fits"]
+
+
+class FixedPriority:
+    """Scores nodes from a table; normalises by passing the table's values through."""
+
+    def __init__(self, name: str, table: dict[str, float]) -> None:
+        self.name = name
+        self.table = table
+        self.prepared = 0
+
+    def prepare(self, pod: PodInfo, snapshot: Snapshot, nodes: list[NodeInfo], ctx: ScoringContext) -> Any:
+        self.prepared += 1
+        return ctx
+
+    def score(self, pod: PodInfo, node: NodeInfo, state: Any, ctx: ScoringContext) -> float:
+        return self.table[node.name]
+
+    def normalize(self, raw: dict[str, float], state: Any) -> dict[str, float]:
+        return dict(raw)
+
+
+@pytest.fixture
+def fixed(monkeypatch: pytest.MonkeyPatch) -> tuple[FixedPriority, FixedPriority]:
+    a = FixedPriority("TestA", {"fits": 10, "tiny": 0, "hdd": 5})
+    b = FixedPriority("TestB", {"fits": 0, "tiny": 10, "hdd": 5})
+    monkeypatch.setitem(PRIORITIES, "TestA", a)
+    monkeypatch.setitem(PRIORITIES, "TestB", b)
+    return a, b
+
+
+def test_prioritize_weighted_mean_rounded_half_up(fixed: tuple[FixedPriority, FixedPriority]) -> None:
+    policy = parse_policy({"priorities": [{"name": "TestA", "weight": 3}, {"name": "TestB", "weight": 1}]})
+    scores = engine.prioritize_nodes(policy, POD, cluster(), ["fits", "tiny", "hdd", "nowhere"])
+    # fits: 30/4 = 7.5 -> 8; tiny: 10/4 = 2.5 -> 3; hdd: 20/4 = 5; unknown: 0
+    assert scores == [("fits", 8), ("tiny", 3), ("hdd", 5), ("nowhere", 0)]
+    assert fixed[0].prepared == 1 and fixed[1].prepared == 1
+
+
+def test_explain_shape_and_agreement(fixed: tuple[FixedPriority, FixedPriority]) -> None:
+    policy = parse_policy({"priorities": [{"name": "TestA", "weight": 1}, {"name": "TestB", "weight": 1}]})
+    snapshot = cluster()
+    out = engine.explain(policy, POD, snapshot, ["fits", "tiny", "hdd", "nowhere"])
+    nodes = out["nodes"]
+    assert set(nodes) == {"fits", "tiny", "hdd", "nowhere"}
+    assert nodes["fits"]["fit"] is True and nodes["fits"]["score"] == 5
+    assert nodes["fits"]["priorities"] == {"TestA": {"raw": 10, "score": 10}, "TestB": {"raw": 0, "score": 0}}
+    assert list(nodes["fits"]["predicates"]) == policy.predicate_names
+    assert all(v == {"fit": True, "reason": "", "unresolvable": False} for v in nodes["fits"]["predicates"].values())
+    hdd = nodes["hdd"]
+    assert hdd["fit"] is False and hdd["priorities"] == {} and hdd["score"] == 0
+    assert hdd["predicates"]["MatchNodeSelector"] == {
+        "fit": False,
+        "reason": "node(s) didn't match Pod's node affinity/selector",
+        "unresolvable": True,
+    }
+    assert nodes["nowhere"]["fit"] is False
+    # Scores over the fitting nodes match prioritize on the same list.
+    assert engine.prioritize_nodes(policy, POD, snapshot, ["fits", "tiny"]) == [
+        (n, nodes[n]["score"]) for n in ("fits", "tiny")
+    ]
+    # Without node names every snapshot node is explained.
+    assert set(engine.explain(policy, POD, snapshot)["nodes"]) == set(snapshot.nodes)
+
+
+def test_default_policy_scores_are_in_range() -> None:
+    snapshot = cluster()
+    scores = engine.prioritize_nodes(default_policy(), POD, snapshot, ["fits", "tiny", "full"])
+    assert [n for n, _ in scores] == ["fits", "tiny", "full"]
+    assert all(isinstance(s, int) and 0 <= s <= 10 for _, s in scores)
+
+
+def test_fits_with_victims_removed() -> None:
+    policy: Policy = default_policy()
+    snapshot = cluster()
+    pod = make_pod(requests={"cpu": "500m"})
+    full = snapshot.nodes["full"]
+    assert [v.reason for v in engine.fits(policy, pod, full, snapshot)] == ["Insufficient cpu"]
+    emptied = NodeInfo.build("full", full.node, [])
+    prepared = engine.prepare_pod(policy, pod, snapshot)
+    assert engine.fits(policy, pod, emptied, snapshot, prepared) == []
+    assert engine.fits(policy, pod, full, snapshot, prepared)[0].reason == "Insufficient cpu"

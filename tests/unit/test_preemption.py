@@ -1,0 +1,584 @@
+"""The preempt verb's engine: victims that also satisfy the extender, PDBs, leaving pods and gangs.
+
+Snapshots are built from k8s-shaped dicts. UIDs are ``uid-<name>`` so expectations read
+as pod names. The preemptor asks for ``example.com/gpu``, a resource kube-scheduler is
+told to ignore, so only this extender counts it.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from extenders.model import NodeFacts, NodeInfo, PDBInfo, PodGroupInfo, PodInfo
+from extenders.pdb import DisruptionBudgets, count_pdb_violations, pdb_matches
+from extenders.policy import default_policy
+from extenders.preemption import (
+    RULE_GANG_AVOIDABLE,
+    RULE_GANG_FEWEST,
+    RULE_UNKNOWN_NODE,
+    RULE_UNKNOWN_VICTIM,
+    GangRef,
+    MetaVictims,
+    default_gang_of,
+    importance_key,
+    process_preemption,
+    to_wire,
+)
+from extenders.snapshot import Snapshot
+
+GPU = "example.com/gpu"
+POLICY = default_policy()
+WIRE = Path(__file__).resolve().parents[3] / "shared" / "wire"
+Json = dict[str, Any]
+
+
+# ------------------------------------------------------------------ builders
+def node(name: str, cpu: str = "4", gpu: int = 0, pods: str = "110") -> Json:
+    alloc = {"cpu": cpu, "memory": "8Gi", "pods": pods}
+    if gpu:
+        alloc[GPU] = str(gpu)
+    return {
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "status": {"allocatable": alloc, "conditions": [{"type": "Ready", "status": "True"}]},
+    }
+
+
+def pod(
+    name: str,
+    on: str = "",
+    prio: int = 0,
+    cpu: str = "100m",
+    gpu: int = 0,
+    labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+    start: str | None = None,
+    deleting: bool = False,
+    phase: str = "Running",
+    ns: str = "default",
+    policy: str | None = None,
+) -> Json:
+    requests: Json = {"cpu": cpu}
+    if gpu:
+        requests[GPU] = str(gpu)
+    meta: Json = {"name": name, "namespace": ns, "uid": f"uid-{name}", "labels": labels or {}}
+    if annotations:
+        meta["annotations"] = annotations
+    if deleting:
+        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    spec: Json = {"containers": [{"name": "c", "resources": {"requests": requests}}], "priority": prio}
+    if on:
+        spec["nodeName"] = on
+    if policy:
+        spec["preemptionPolicy"] = policy
+    status: Json = {"phase": phase if on else "Pending"}
+    if start:
+        status["startTime"] = start
+    return {"metadata": meta, "spec": spec, "status": status}
+
+
+def pdb(name: str, match: dict[str, str] | None, allowed: int, ns: str = "default") -> Json:
+    spec: Json = {"selector": {"matchLabels": match}} if match is not None else {}
+    return {"metadata": {"name": name, "namespace": ns}, "spec": spec, "status": {"disruptionsAllowed": allowed}}
+
+
+def snapshot(nodes: Sequence[Json], pods: Sequence[Json] = (), pdbs: Sequence[Json] = ()) -> Snapshot:
+    infos = [PodInfo.from_k8s(p) for p in pods]
+    out = Snapshot(generation=1)
+    for n in nodes:
+        facts = NodeFacts.from_k8s(n)
+        out.nodes[facts.name] = NodeInfo.build(facts.name, facts, [p for p in infos if p.node_name == facts.name])
+    for p in infos:
+        if not p.node_name:
+            out.pending[p.uid] = p
+    for d in pdbs:
+        info = PDBInfo.from_k8s(d)
+        out.pdbs[info.key] = info
+    return out
+
+
+def uids(*names: str) -> list[str]:
+    return [f"uid-{n}" for n in names]
+
+
+def names(result: dict[str, MetaVictims]) -> dict[str, tuple[list[str], int]]:
+    return {n: ([u.removeprefix("uid-") for u in m.uids], m.num_pdb_violations) for n, m in result.items()}
+
+
+PREEMPTOR = pod("high", prio=1000, cpu="1", gpu=1)
+
+
+# ------------------------------------------------------------------ table
+@dataclass
+class Case:
+    id: str
+    nodes: list[Json]
+    pods: list[Json]
+    candidates: dict[str, list[str]]  # node -> victim names, as kube-scheduler sent them
+    expected: dict[str, tuple[list[str], int]]  # node -> (victim names, NumPDBViolations)
+    pdbs: list[Json] = field(default_factory=list)
+    preemptor: Json = field(default_factory=lambda: PREEMPTOR)
+
+
+CASES = [
+    Case(
+        "scheduler-victims-suffice-kept-as-sent",
+        nodes=[node("n1", cpu="2", gpu=1)],
+        pods=[pod("a", "n1", prio=10, cpu="600m"), pod("b", "n1", prio=10, cpu="600m")],
+        candidates={"n1": ["b", "a"]},
+        expected={"n1": (["b", "a"], 0)},
+    ),
+    Case(
+        "gpu-the-scheduler-ignores-adds-a-gpu-victim",
+        nodes=[node("n1", cpu="2", gpu=1)],
+        pods=[
+            pod("cpu-hog", "n1", prio=10, cpu="1500m"),
+            pod("gpu-user", "n1", prio=10, cpu="100m", gpu=1),
+            pod("bystander", "n1", prio=10, cpu="100m"),
+        ],
+        candidates={"n1": ["cpu-hog"]},
+        expected={"n1": (["cpu-hog", "gpu-user"], 0)},
+    ),
+    Case(
+        "equal-priority-is-never-a-victim",
+        nodes=[node("n1", cpu="4", gpu=1), node("n2", cpu="4", gpu=1)],
+        pods=[
+            pod("peer", "n1", prio=1000, gpu=1),
+            pod("s1", "n1", prio=10, cpu="3"),
+            pod("s2", "n2", prio=10, cpu="3"),
+            pod("low-gpu", "n2", prio=999, gpu=1),
+        ],
+        candidates={"n1": ["s1"], "n2": ["s2"]},
+        expected={"n2": (["s2", "low-gpu"], 0)},
+    ),
+    Case(
+        "least-important-evicted-first-reprieve-by-priority-then-start",
+        nodes=[node("n1", cpu="8", gpu=3)],
+        pods=[
+            pod("s", "n1", prio=10, cpu="100m"),
+            pod("old", "n1", prio=50, gpu=1, start="2026-01-01T00:00:00Z"),
+            pod("young", "n1", prio=50, gpu=1, start="2026-01-02T00:00:00Z"),
+            pod("lowest", "n1", prio=5, gpu=1),
+        ],
+        preemptor=pod("high", prio=1000, gpu=2),
+        candidates={"n1": ["s"]},
+        # Reprieve order: old, young (same priority, later start), lowest: old stays.
+        expected={"n1": (["s", "young", "lowest"], 0)},
+    ),
+    Case(
+        "pdb-violating-pods-reprieved-first",
+        nodes=[node("n1", cpu="8", gpu=3)],
+        pods=[
+            pod("s", "n1", prio=10),
+            # Same priority; "guarded" started later, so without the PDB rule it would go first.
+            pod("free", "n1", prio=10, gpu=1, start="2026-01-01T00:00:00Z"),
+            pod("guarded", "n1", prio=10, gpu=1, labels={"app": "db"}, start="2026-01-05T00:00:00Z"),
+            pod("lowest", "n1", prio=1, gpu=1),
+        ],
+        pdbs=[pdb("db", {"app": "db"}, 0)],
+        preemptor=pod("high", prio=1000, gpu=2),
+        candidates={"n1": ["s"]},
+        expected={"n1": (["s", "free", "lowest"], 0)},
+    ),
+    Case(
+        "pdb-violation-counted-when-unavoidable",
+        nodes=[node("n1", cpu="8", gpu=2)],
+        pods=[
+            pod("s", "n1", prio=10),
+            pod("g1", "n1", prio=10, gpu=1, labels={"app": "db"}),
+            pod("g2", "n1", prio=10, gpu=1, labels={"app": "db"}),
+        ],
+        pdbs=[pdb("db", {"app": "db"}, 1)],
+        preemptor=pod("high", prio=1000, gpu=2),
+        candidates={"n1": ["s"]},
+        expected={"n1": (["s", "g1", "g2"], 1)},
+    ),
+    Case(
+        "scheduler-victims-use-the-budget-first",
+        nodes=[node("n1", cpu="8", gpu=2)],
+        pods=[
+            pod("s", "n1", prio=10, labels={"app": "db"}),
+            pod("g1", "n1", prio=10, gpu=1, labels={"app": "db"}, start="2026-01-02T00:00:00Z"),
+            pod("other", "n1", prio=10, gpu=1, start="2026-01-01T00:00:00Z"),
+        ],
+        pdbs=[pdb("db", {"app": "db"}, 1)],
+        candidates={"n1": ["s"]},
+        # s takes the only disruption, so g1 would violate: it is reprieved before the more
+        # important "other", which goes instead.
+        expected={"n1": (["s", "other"], 0)},
+    ),
+    Case(
+        "pdb-in-other-namespace-or-empty-selector-matches-nothing",
+        nodes=[node("n1", cpu="8", gpu=1)],
+        pods=[pod("s", "n1", prio=10, labels={"app": "db"}), pod("g", "n1", prio=10, gpu=1, labels={"app": "db"})],
+        pdbs=[pdb("elsewhere", {"app": "db"}, 0, ns="other"), pdb("empty", None, 0), pdb("all", {}, 0)],
+        candidates={"n1": ["s"]},
+        expected={"n1": (["s", "g"], 0)},
+    ),
+    Case(
+        "scheduler-count-recomputed",
+        nodes=[node("n1", cpu="8", gpu=1)],
+        pods=[pod("s1", "n1", prio=10, labels={"app": "db"}), pod("s2", "n1", prio=10, labels={"app": "db"})],
+        pdbs=[pdb("db", {"app": "db"}, 0)],
+        candidates={"n1": ["s1", "s2"]},
+        expected={"n1": (["s1", "s2"], 2)},
+    ),
+    Case(
+        "terminating-pod-frees-its-gpu-no-extra-victim",
+        nodes=[node("n1", cpu="8", gpu=1)],
+        pods=[pod("s", "n1", prio=10), pod("leaving", "n1", prio=10, gpu=1, deleting=True)],
+        candidates={"n1": ["s"]},
+        expected={"n1": (["s"], 0)},
+    ),
+    Case(
+        "terminating-pod-never-added-as-victim",
+        nodes=[node("n1", cpu="8", gpu=2)],
+        pods=[
+            pod("s", "n1", prio=10),
+            pod("leaving", "n1", prio=10, gpu=1, deleting=True),
+            pod("done", "n1", prio=10, gpu=1, phase="Succeeded"),
+            pod("live", "n1", prio=10, gpu=1),
+            pod("live2", "n1", prio=10, gpu=1),
+        ],
+        preemptor=pod("high", prio=1000, gpu=2),
+        candidates={"n1": ["s"]},
+        expected={"n1": (["s", "live", "live2"], 0)},
+    ),
+    Case(
+        "terminating-scheduler-victim-kept-but-no-pdb-violation",
+        nodes=[node("n1", cpu="8", gpu=1)],
+        pods=[
+            pod("leaving", "n1", prio=10, labels={"app": "db"}, deleting=True),
+            pod("s", "n1", prio=10, labels={"app": "db"}),
+        ],
+        pdbs=[pdb("db", {"app": "db"}, 0)],
+        candidates={"n1": ["leaving", "s"]},
+        expected={"n1": (["leaving", "s"], 1)},
+    ),
+    Case(
+        "unknown-node-dropped",
+        nodes=[node("n1", cpu="8", gpu=1)],
+        pods=[pod("s", "n1", prio=10)],
+        candidates={"ghost": ["s"], "n1": ["s"]},
+        expected={"n1": (["s"], 0)},
+    ),
+    Case(
+        "victim-not-on-that-node-drops-the-node",
+        nodes=[node("n1", cpu="8", gpu=1), node("n2", cpu="8", gpu=1)],
+        pods=[pod("s1", "n1", prio=10), pod("s2", "n2", prio=10)],
+        candidates={"n1": ["s1", "s2"], "n2": ["s2", "never-seen"]},
+        expected={},
+    ),
+    Case(
+        "cannot-fit-even-without-all-lower-priority-pods",
+        # n1's GPU is held by a more important pod; n2 has no GPU at all.
+        nodes=[node("n1", cpu="8", gpu=1), node("n2", cpu="8", gpu=0)],
+        pods=[
+            pod("s1", "n1", prio=10),
+            pod("low1", "n1", prio=10),
+            pod("g", "n1", prio=2000, gpu=1),
+            pod("s2", "n2", prio=10),
+            pod("low2", "n2", prio=10),
+        ],
+        candidates={"n1": ["s1"], "n2": ["s2"]},
+        expected={},
+    ),
+    Case(
+        "fits-without-victims-but-none-listed-is-dropped",
+        nodes=[node("n1", cpu="8", gpu=1)],
+        pods=[pod("x", "n1", prio=10)],
+        candidates={"n1": []},
+        expected={},
+    ),
+    Case(
+        "no-lower-priority-pod-left",
+        nodes=[node("n1", cpu="8", gpu=1)],
+        pods=[pod("s", "n1", prio=10), pod("peer", "n1", prio=1000, gpu=1)],
+        candidates={"n1": ["s"]},
+        expected={},
+    ),
+    Case(
+        "duplicate-victim-uids-collapsed",
+        nodes=[node("n1", cpu="8", gpu=1)],
+        pods=[pod("s", "n1", prio=10)],
+        candidates={"n1": ["s", "s"]},
+        expected={"n1": (["s"], 0)},
+    ),
+]
+
+
+def _run(case: Case, full_pods: bool) -> dict[str, tuple[list[str], int]]:
+    snap = snapshot(case.nodes, case.pods, case.pdbs)
+    before = {n: sorted(p.uid for p in i.pods.values()) for n, i in snap.nodes.items()}
+    requested = {n: dict(i.requested) for n, i in snap.nodes.items()}
+    by_name = {p["metadata"]["name"]: p for p in case.pods}
+    victim_pods: dict[str, PodInfo] | None = None
+    if full_pods:  # NodeNameToVictims: the full pods as kube-scheduler sent them
+        victim_pods = {
+            f"uid-{v}": PodInfo.from_k8s(by_name[v]) for vs in case.candidates.values() for v in vs if v in by_name
+        }
+    result = process_preemption(
+        POLICY,
+        PodInfo.from_k8s(case.preemptor),
+        {n: uids(*vs) for n, vs in case.candidates.items()},
+        snap,
+        victim_pods=victim_pods,
+    )
+    # The snapshot is never mutated.
+    assert {n: sorted(p.uid for p in i.pods.values()) for n, i in snap.nodes.items()} == before
+    assert {n: dict(i.requested) for n, i in snap.nodes.items()} == requested
+    # Every answered node has victims, all of them on that node.
+    for name, meta in result.items():
+        assert meta.uids
+        assert all(u in snap.nodes[name].pods for u in meta.uids)
+    return names(result)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+@pytest.mark.parametrize("full_pods", [False, True], ids=["meta-uids", "full-pods"])
+def test_preemption_table(case: Case, full_pods: bool) -> None:
+    assert _run(case, full_pods) == case.expected
+
+
+def test_answer_keeps_candidate_order() -> None:
+    nodes = [node(f"n{i}", cpu="8", gpu=1) for i in (3, 1, 2)]
+    pods = [pod(f"s{i}", f"n{i}", prio=10) for i in (1, 2, 3)]
+    snap = snapshot(nodes, pods)
+    cands = {"n2": uids("s2"), "n3": uids("s3"), "n1": uids("s1")}
+    result = process_preemption(POLICY, PodInfo.from_k8s(PREEMPTOR), cands, snap)
+    assert list(result) == ["n2", "n3", "n1"]
+
+
+def test_preemption_policy_never_gets_no_candidates(caplog: pytest.LogCaptureFixture) -> None:
+    snap = snapshot([node("n1", cpu="8", gpu=1)], [pod("s", "n1", prio=10)])
+    never = PodInfo.from_k8s(pod("high", prio=1000, gpu=1, policy="Never"))
+    with caplog.at_level(logging.INFO, logger="extenders.preemption"):
+        assert process_preemption(POLICY, never, {"n1": uids("s")}, snap) == {}
+    assert "preemptionPolicy Never" in caplog.text
+    # The same pod with the default policy is accepted there.
+    assert process_preemption(POLICY, PodInfo.from_k8s(PREEMPTOR), {"n1": uids("s")}, snap)
+
+
+def test_full_pod_on_another_node_drops_the_node(caplog: pytest.LogCaptureFixture) -> None:
+    snap = snapshot([node("n1", cpu="8", gpu=1)], [pod("s", "n1", prio=10)])
+    moved = PodInfo.from_k8s(pod("s", "n9", prio=10))
+    with caplog.at_level(logging.INFO, logger="extenders.preemption"):
+        out = process_preemption(
+            POLICY, PodInfo.from_k8s(PREEMPTOR), {"n1": uids("s")}, snap, victim_pods={"uid-s": moved}
+        )
+    assert out == {}
+    assert f"rule {RULE_UNKNOWN_VICTIM}" in caplog.text and "default/s" in caplog.text
+
+
+def test_unknown_node_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    snap = snapshot([node("n1", cpu="8", gpu=1)], [pod("s", "n1", prio=10)])
+    with caplog.at_level(logging.INFO, logger="extenders.preemption"):
+        out = process_preemption(POLICY, PodInfo.from_k8s(PREEMPTOR), {"ghost": uids("s")}, snap)
+    assert out == {}
+    assert "dropped node ghost" in caplog.text and f"rule {RULE_UNKNOWN_NODE}" in caplog.text
+
+
+# ------------------------------------------------------------------ gangs
+def gang_pod(name: str, on: str, gang: str, minimum: int, prio: int = 10, gpu: int = 1, **kw: Any) -> Json:
+    return pod(
+        name,
+        on,
+        prio=prio,
+        gpu=gpu,
+        labels={"scheduling.x-k8s.io/pod-group": gang},
+        annotations={"scheduling.x-k8s.io/min-available": str(minimum)},
+        **kw,
+    )
+
+
+def _gang_snapshot() -> Snapshot:
+    """Gangs g (min 2, 3 bound) and h (min 2, 3 bound) each hold n1's / n2's / n3's GPU;
+    k (min 1, 1 bound) holds most of n3's cpu; a plain pod holds n4's GPU."""
+    nodes = [node(f"n{i}", cpu="8", gpu=1) for i in range(1, 6)]
+    pods = [
+        gang_pod("g-1", "n1", "g", 2),
+        gang_pod("g-2", "n5", "g", 2, gpu=0),
+        gang_pod("h-1", "n2", "h", 2),
+        gang_pod("h-2", "n5", "h", 2, gpu=0),
+        gang_pod("h-3", "n5", "h", 2, gpu=0),
+        gang_pod("g-3", "n3", "g", 2),
+        gang_pod("k-1", "n3", "k", 1, gpu=0, cpu="7"),
+        pod("plain", "n4", prio=10, gpu=1),
+    ]
+    return snapshot(nodes, pods)
+
+
+def test_gang_breaking_candidate_dropped_when_another_breaks_none(caplog: pytest.LogCaptureFixture) -> None:
+    snap = _gang_snapshot()
+    # g has 3 bound members (g-1, g-2, g-3): losing one keeps it at its minimum.
+    cands: dict[str, list[str]] = {"n1": [], "n2": [], "n4": []}
+    with caplog.at_level(logging.INFO, logger="extenders.preemption"):
+        out = process_preemption(POLICY, PodInfo.from_k8s(PREEMPTOR), cands, snap)
+    assert names(out) == {"n1": (["g-1"], 0), "n2": (["h-1"], 0), "n4": (["plain"], 0)}
+    assert "rule gang" not in caplog.text
+
+    # n3 must evict g-3 (gpu) and k-1 (cpu): that takes k to zero (min 1). Others break nothing.
+    big = pod("high", prio=1000, cpu="2", gpu=1)
+    cands = {"n3": [], "n4": []}
+    with caplog.at_level(logging.INFO, logger="extenders.preemption"):
+        out = process_preemption(POLICY, PodInfo.from_k8s(big), cands, snap)
+    assert names(out) == {"n4": (["plain"], 0)}
+    assert f"dropped node n3 (rule {RULE_GANG_AVOIDABLE})" in caplog.text
+    assert "default/k" in caplog.text
+
+
+def test_gang_fewest_broken_kept_when_every_candidate_breaks_one(caplog: pytest.LogCaptureFixture) -> None:
+    # Gang a (min 2) has one member on each of n1, n2; gang b (min 1) is alone on n2.
+    nodes = [node("n1", cpu="8", gpu=1), node("n2", cpu="8", gpu=1)]
+    pods = [
+        gang_pod("a-1", "n1", "a", 2),
+        gang_pod("a-2", "n2", "a", 2, gpu=0, cpu="7"),
+        gang_pod("b-1", "n2", "b", 1),
+    ]
+    snap = snapshot(nodes, pods)
+    big = pod("high", prio=1000, cpu="2", gpu=1)
+    with caplog.at_level(logging.INFO, logger="extenders.preemption"):
+        out = process_preemption(POLICY, PodInfo.from_k8s(big), {"n2": [], "n1": []}, snap)
+    assert names(out) == {"n1": (["a-1"], 0)}
+    assert f"dropped node n2 (rule {RULE_GANG_FEWEST})" in caplog.text
+
+
+def test_gang_already_below_minimum_or_leaving_members_do_not_count() -> None:
+    nodes = [node("n1", cpu="8", gpu=1), node("n2", cpu="8", gpu=1)]
+    pods = [
+        # Gang c needs 3 but has only 2 live members: it is not "bound", evicting breaks nothing.
+        gang_pod("c-1", "n1", "c", 3),
+        gang_pod("c-2", "n2", "c", 3, gpu=0),
+        gang_pod("c-3", "n2", "c", 3, gpu=0, deleting=True),
+        # Gang d (min 1) on n2: its only member goes, so n2 breaks d and n1 breaks nothing.
+        gang_pod("d-1", "n2", "d", 1),
+    ]
+    snap = snapshot(nodes, pods)
+    out = process_preemption(POLICY, PodInfo.from_k8s(PREEMPTOR), {"n1": [], "n2": []}, snap)
+    assert names(out) == {"n1": (["c-1"], 0)}
+
+
+def test_gang_of_callable_is_used_instead_of_labels() -> None:
+    snap = _gang_snapshot()
+    # The caller says "plain" belongs to a gang of min 1 alone, and nothing else is a gang.
+    calls: list[str] = []
+
+    def gang_of(p: PodInfo) -> tuple[str, int] | None:
+        calls.append(p.name)
+        return ("default/solo", 1) if p.name == "plain" else None
+
+    out = process_preemption(POLICY, PodInfo.from_k8s(PREEMPTOR), {"n1": [], "n4": []}, snap, gang_of=gang_of)
+    assert names(out) == {"n1": (["g-1"], 0)}
+    assert "plain" in calls
+
+
+def test_default_gang_of_reads_both_label_schemes_and_podgroups() -> None:
+    snap = Snapshot()
+    snap.podgroups["ns/pg"] = PodGroupInfo("ns", "pg", min_member=4)
+    gang_of = default_gang_of(snap)
+    pg = PodInfo.from_k8s(pod("a", ns="ns", labels={"scheduling.x-k8s.io/pod-group": "pg"}))
+    assert gang_of(pg) == GangRef("ns/pg", 4)
+    annotated = PodInfo.from_k8s(
+        pod(
+            "b",
+            ns="ns",
+            labels={"scheduling.x-k8s.io/pod-group": "pg"},
+            annotations={"scheduling.x-k8s.io/min-available": "2"},
+        )
+    )
+    assert gang_of(annotated) == GangRef("ns/pg", 2)
+    unicore = PodInfo.from_k8s(
+        pod("c", labels={"gang.unicore.mcyou.cn/name": "u", "gang.unicore.mcyou.cn/available-count": "3"})
+    )
+    assert gang_of(unicore) == GangRef("default/u", 3)
+    unknown_min = PodInfo.from_k8s(pod("d", labels={"scheduling.x-k8s.io/pod-group": "nowhere"}))
+    assert gang_of(unknown_min) is None
+    assert gang_of(PodInfo.from_k8s(pod("e"))) is None
+
+
+# ------------------------------------------------------------------ PDB helpers and ordering
+def test_pdb_budget_charges_every_matching_pdb() -> None:
+    pdbs = [PDBInfo.from_k8s(pdb("a", {"app": "x"}, 1)), PDBInfo.from_k8s(pdb("b", {"tier": "t"}, 0))]
+    p1 = PodInfo.from_k8s(pod("p1", labels={"app": "x"}))
+    p2 = PodInfo.from_k8s(pod("p2", labels={"app": "x", "tier": "t"}))
+    p3 = PodInfo.from_k8s(pod("p3", labels={"app": "x"}))
+    budgets = DisruptionBudgets(pdbs)
+    assert [budgets.charge(p) for p in (p1, p2, p3)] == [False, True, True]
+    assert count_pdb_violations([p1, p2, p3], pdbs) == 2
+    assert not pdb_matches(pdbs[0], PodInfo.from_k8s(pod("nolabels")))
+    assert not pdb_matches(pdbs[0], PodInfo.from_k8s(pod("ns", ns="other", labels={"app": "x"})))
+
+
+def test_importance_order() -> None:
+    pods = [
+        PodInfo.from_k8s(pod("no-start", prio=5)),
+        PodInfo.from_k8s(pod("late", prio=5, start="2026-02-01T00:00:00Z")),
+        PodInfo.from_k8s(pod("early", prio=5, start="2026-01-01T00:00:00+00:00")),
+        PodInfo.from_k8s(pod("high", prio=9)),
+    ]
+    assert [p.name for p in sorted(pods, key=importance_key)] == ["high", "early", "late", "no-start"]
+
+
+def test_to_wire() -> None:
+    body = to_wire({"n1": MetaVictims(["u1", "u2"], 1)})
+    assert body == {"NodeNameToMetaVictims": {"n1": {"Pods": [{"UID": "u1"}, {"UID": "u2"}], "NumPDBViolations": 1}}}
+
+
+# ------------------------------------------------------------------ captured kube-scheduler bodies
+def _wire(name: str) -> Json:
+    data: Json = json.loads((WIRE / name).read_text())
+    return data
+
+
+captures = pytest.mark.skipif(not WIRE.is_dir(), reason="../shared/wire is absent in this checkout")
+
+
+@captures
+def test_captured_full_victims_body() -> None:
+    body = _wire("preempt-full-victims-pdb.json")
+    victims = {
+        p["metadata"]["uid"]: copy.deepcopy(p) for entry in body["NodeNameToVictims"].values() for p in entry["Pods"]
+    }
+    # The captured cluster: every node has 4 cpus and one GPU, held by a priority-100 pod that
+    # kube-scheduler (which ignores the GPU) did not pick; the victims' PDB allows nothing.
+    nodes, pods = [], list(victims.values())
+    for name in body["NodeNameToVictims"]:
+        nodes.append(node(name, cpu="4", gpu=1))
+        pods.append(pod(f"gpu-{name}", name, prio=100, cpu="100m", gpu=1, start="2026-11-20T21:55:00Z"))
+    snap = snapshot(nodes, pods, [pdb("protected", {"pdb": "protected"}, 0, ns="harness")])
+    preemptor = PodInfo.from_k8s(body["Pod"])
+    cands = {n: [p["metadata"]["uid"] for p in e["Pods"]] for n, e in body["NodeNameToVictims"].items()}
+    out = process_preemption(
+        POLICY, preemptor, cands, snap, victim_pods={u: PodInfo.from_k8s(p) for u, p in victims.items()}
+    )
+    assert list(out) == list(cands)
+    for name, meta in out.items():
+        assert meta.uids == [*cands[name], f"uid-gpu-{name}"]
+    # node-a's victim low-a-1 carries the pdb=protected label; the scheduler said 1 too.
+    assert out["node-a"].num_pdb_violations == body["NodeNameToVictims"]["node-a"]["NumPDBViolations"] == 1
+    assert all(out[n].num_pdb_violations == 0 for n in out if n != "node-a")
+
+
+@captures
+def test_captured_meta_victims_body_with_unknown_victims() -> None:
+    body = _wire("preempt-meta-victims.json")
+    meta = body["NodeNameToMetaVictims"]
+    # The snapshot knows node-a's and node-b's victims but not node-c's (and no GPU is busy).
+    nodes = [node(n, cpu="4", gpu=1) for n in meta]
+    pods = []
+    for name in ("node-a", "node-b"):
+        for i, entry in enumerate(meta[name]["Pods"]):
+            p = pod(f"{name}-v{i}", name, prio=100, cpu="500m")
+            p["metadata"]["uid"] = entry["UID"]
+            pods.append(p)
+    snap = snapshot(nodes, pods)
+    cands = {n: [p["UID"] for p in e["Pods"]] for n, e in meta.items()}
+    out = process_preemption(POLICY, PodInfo.from_k8s(body["Pod"]), cands, snap)
+    assert {n: m.uids for n, m in out.items()} == {n: cands[n] for n in ("node-a", "node-b")}

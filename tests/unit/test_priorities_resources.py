@@ -1,0 +1,318 @@
+"""LeastRequested, MostRequested and BalancedResourceAllocation against hand-computed numbers."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from extenders.model import NodeFacts, NodeInfo, PodInfo
+from extenders.priorities import PRIORITIES, ScoringContext
+from extenders.priorities.balanced_allocation import balance_score
+from extenders.snapshot import Snapshot
+
+GIB = 2**30
+MIB = 2**20
+CTX = ScoringContext(resource_weights={"cpu": 1, "memory": 1})
+GPU = "example.com/gpu"
+GPU_ONLY = {"cpu": "0", "memory": "0", "gpu": "3"}
+
+
+def pod(name: str, requests: dict[str, str] | None = None, node: str = "") -> PodInfo:
+    """A pod with one container and these requests ("gpu" stands for example.com/gpu)."""
+    req = {GPU if k == "gpu" else k: v for k, v in (requests or {}).items()}
+    resources: dict[str, Any] = {"requests": req} if req else {}
+    return PodInfo.from_k8s(
+        {
+            "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busybox", "resources": resources}]},
+        }
+    )
+
+
+def node(name: str, allocatable: dict[str, str], pods: list[PodInfo] | None = None) -> NodeInfo:
+    alloc = {GPU if k == "gpu" else k: v for k, v in allocatable.items()}
+    facts = NodeFacts.from_k8s({"metadata": {"name": name}, "status": {"allocatable": alloc}})
+    return NodeInfo.build(name, facts, pods or [])
+
+
+def run(
+    name: str, incoming: PodInfo, nodes: list[NodeInfo], ctx: ScoringContext = CTX
+) -> tuple[dict[str, float], dict[str, float]]:
+    priority = PRIORITIES[name]
+    snapshot = Snapshot(nodes={n.name: n for n in nodes})
+    state = priority.prepare(incoming, snapshot, nodes, ctx)
+    raw = {n.name: priority.score(incoming, n, state, ctx) for n in nodes}
+    return raw, priority.normalize(raw, state)
+
+
+# name, node allocatable, requests of pods already there, incoming requests, weights, expected score
+LEAST_CASES: list[tuple[str, dict[str, str], list[dict[str, str]], dict[str, str], dict[str, int], float]] = [
+    # cpu (4000-1500)/4000*10 = 6.25; memory (8-4)/8*10 = 5 -> mean 5.625
+    (
+        "plain",
+        {"cpu": "4", "memory": "8Gi"},
+        [{"cpu": "1", "memory": "2Gi"}],
+        {"cpu": "500m", "memory": "2Gi"},
+        {"cpu": 1, "memory": 1},
+        5.625,
+    ),
+    # weights 3:1 -> (6.25*3 + 5) / 4
+    (
+        "weighted",
+        {"cpu": "4", "memory": "8Gi"},
+        [{"cpu": "1", "memory": "2Gi"}],
+        {"cpu": "500m", "memory": "2Gi"},
+        {"cpu": 3, "memory": 1},
+        5.9375,
+    ),
+    # incoming requests nothing: non-zero defaults 100m / 200Mi -> cpu 9, memory 8
+    ("nonzero defaults", {"cpu": "1", "memory": "1000Mi"}, [], {}, {"cpu": 1, "memory": 1}, 8.5),
+    # an existing best-effort pod also counts with the defaults: cpu 8, memory 6
+    ("nonzero existing", {"cpu": "1", "memory": "1000Mi"}, [{}], {}, {"cpu": 1, "memory": 1}, 7.0),
+    # cpu over-committed scores 0 for that resource; memory (8-1)/8*10 = 8.75
+    (
+        "overcommit",
+        {"cpu": "2", "memory": "8Gi"},
+        [{"cpu": "3", "memory": "512Mi"}],
+        {"cpu": "1", "memory": "512Mi"},
+        {"cpu": 1, "memory": 1},
+        4.375,
+    ),
+    # node reports no memory: only cpu is scored, (2000-500)/2000*10
+    ("missing resource", {"cpu": "2"}, [], {"cpu": "500m", "memory": "1Gi"}, {"cpu": 1, "memory": 1}, 7.5),
+    ("zero allocatable", {}, [], {"cpu": "500m"}, {"cpu": 1, "memory": 1}, 0.0),
+    # gpu weight 2, (8-4)/8*10 = 5; cpu 7.5, memory 7.5 -> (7.5 + 7.5 + 10) / 4
+    # (the gpu pod requests an explicit 0 cpu/memory, which stays 0: no non-zero default)
+    (
+        "extended",
+        {"cpu": "2", "memory": "4Gi", "gpu": "8"},
+        [GPU_ONLY],
+        {"cpu": "500m", "memory": "1Gi", "gpu": "1"},
+        {"cpu": 1, "memory": 1, GPU: 2},
+        6.25,
+    ),
+    # without the explicit zeros the gpu pod counts 100m / 200Mi: cpu 8, memory (4096-1224)/4096*10
+    (
+        "extended defaults",
+        {"cpu": "2", "memory": "4Gi", "gpu": "8"},
+        [{"gpu": "3"}],
+        {"cpu": "300m", "memory": "1Gi", "gpu": "1"},
+        {"cpu": 1, "memory": 1, GPU: 2},
+        (8 + (4096 - 1224) / 4096 * 10 + 10) / 4,
+    ),
+    # pod without gpu: the gpu term is dropped, like kube-scheduler does for unrequested scalar resources
+    (
+        "extended not requested",
+        {"cpu": "2", "memory": "4Gi", "gpu": "8"},
+        [GPU_ONLY],
+        {"cpu": "500m", "memory": "1Gi"},
+        {"cpu": 1, "memory": 1, GPU: 2},
+        7.5,
+    ),
+    # zero weight disables a resource; pods is never scored
+    (
+        "zero weight",
+        {"cpu": "4", "memory": "8Gi", "pods": "110"},
+        [],
+        {"cpu": "1", "memory": "4Gi"},
+        {"cpu": 0, "memory": 1, "pods": 5},
+        5.0,
+    ),
+]
+
+
+def _assemble(
+    case_alloc: dict[str, str], existing: list[dict[str, str]], incoming: dict[str, str]
+) -> tuple[PodInfo, NodeInfo]:
+    pods = [pod(f"e{i}", req, "n1") for i, req in enumerate(existing)]
+    return pod("in", incoming), node("n1", case_alloc, pods)
+
+
+@pytest.mark.parametrize(("case", "alloc", "existing", "incoming", "weights", "expected"), LEAST_CASES)
+def test_least_requested(
+    case: str,
+    alloc: dict[str, str],
+    existing: list[dict[str, str]],
+    incoming: dict[str, str],
+    weights: dict[str, int],
+    expected: float,
+) -> None:
+    incoming_pod, info = _assemble(alloc, existing, incoming)
+    raw, normalized = run("LeastRequested", incoming_pod, [info], ScoringContext(resource_weights=weights))
+    assert raw["n1"] == pytest.approx(expected)
+    assert normalized["n1"] == pytest.approx(expected)
+
+
+MOST_CASES: list[tuple[str, dict[str, str], list[dict[str, str]], dict[str, str], dict[str, int], float]] = [
+    # cpu 1500/4000*10 = 3.75, memory 4/8*10 = 5
+    (
+        "plain",
+        {"cpu": "4", "memory": "8Gi"},
+        [{"cpu": "1", "memory": "2Gi"}],
+        {"cpu": "500m", "memory": "2Gi"},
+        {"cpu": 1, "memory": 1},
+        4.375,
+    ),
+    (
+        "weighted",
+        {"cpu": "4", "memory": "8Gi"},
+        [{"cpu": "1", "memory": "2Gi"}],
+        {"cpu": "500m", "memory": "2Gi"},
+        {"cpu": 1, "memory": 3},
+        4.6875,
+    ),
+    # over-commit counts as full: cpu 10, memory 1/8*10
+    (
+        "overcommit",
+        {"cpu": "2", "memory": "8Gi"},
+        [{"cpu": "3", "memory": "512Mi"}],
+        {"cpu": "1", "memory": "512Mi"},
+        {"cpu": 1, "memory": 1},
+        5.625,
+    ),
+    ("nonzero defaults", {"cpu": "1", "memory": "1000Mi"}, [], {}, {"cpu": 1, "memory": 1}, 1.5),
+    ("missing resource", {"cpu": "2"}, [], {"cpu": "500m", "memory": "1Gi"}, {"cpu": 1, "memory": 1}, 2.5),
+    ("zero allocatable", {}, [], {"cpu": "500m"}, {"cpu": 1, "memory": 1}, 0.0),
+    # gpu (3+1)/8*10 = 5 with weight 2; cpu 2.5, memory 2.5 -> (2.5 + 2.5 + 10) / 4
+    (
+        "extended",
+        {"cpu": "2", "memory": "4Gi", "gpu": "8"},
+        [GPU_ONLY],
+        {"cpu": "500m", "memory": "1Gi", "gpu": "1"},
+        {"cpu": 1, "memory": 1, GPU: 2},
+        3.75,
+    ),
+    # a node without the resource skips it: only cpu and memory count
+    (
+        "extended missing on node",
+        {"cpu": "2", "memory": "4Gi"},
+        [],
+        {"cpu": "500m", "memory": "1Gi", "gpu": "1"},
+        {"cpu": 1, "memory": 1, GPU: 2},
+        2.5,
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "alloc", "existing", "incoming", "weights", "expected"), MOST_CASES)
+def test_most_requested(
+    case: str,
+    alloc: dict[str, str],
+    existing: list[dict[str, str]],
+    incoming: dict[str, str],
+    weights: dict[str, int],
+    expected: float,
+) -> None:
+    incoming_pod, info = _assemble(alloc, existing, incoming)
+    raw, normalized = run("MostRequested", incoming_pod, [info], ScoringContext(resource_weights=weights))
+    assert raw["n1"] == pytest.approx(expected)
+    assert normalized["n1"] == pytest.approx(expected)
+
+
+def test_gpu_bin_packing_prefers_the_fuller_gpu_node() -> None:
+    weights = ScoringContext(resource_weights={"cpu": 1, "memory": 1, GPU: 5})
+    big = {"cpu": "32", "memory": "128Gi", "gpu": "8"}
+    busy = node("busy", big, [pod("a", {"gpu": "6"}, "busy")])
+    idle = node("idle", big)
+    incoming = pod("in", {"cpu": "1", "memory": "1Gi", "gpu": "1"})
+    _, most = run("MostRequested", incoming, [busy, idle], weights)
+    _, least = run("LeastRequested", incoming, [busy, idle], weights)
+    assert most["busy"] > most["idle"]
+    assert least["busy"] < least["idle"]
+
+
+def test_empty_weights_fall_back_to_cpu_and_memory() -> None:
+    incoming_pod, info = _assemble(
+        {"cpu": "4", "memory": "8Gi"}, [{"cpu": "1", "memory": "2Gi"}], {"cpu": "500m", "memory": "2Gi"}
+    )
+    raw, _ = run("LeastRequested", incoming_pod, [info], ScoringContext(resource_weights={}))
+    assert raw["n1"] == pytest.approx(5.625)
+
+
+def test_node_without_object_scores_zero() -> None:
+    ghost = NodeInfo.build("ghost", None, [])
+    for name in ("LeastRequested", "MostRequested", "BalancedResourceAllocation"):
+        raw, _ = run(name, pod("in", {"cpu": "1"}), [ghost])
+        assert raw["ghost"] == 0.0
+
+
+BALANCED_CASES: list[tuple[str, dict[str, str], list[dict[str, str]], dict[str, str], dict[str, int], float]] = [
+    # cpu 2000/4000 = .5, memory 4/8 = .5 -> perfectly balanced
+    (
+        "balanced",
+        {"cpu": "4", "memory": "8Gi"},
+        [{"cpu": "1", "memory": "1Gi"}],
+        {"cpu": "1", "memory": "3Gi"},
+        {"cpu": 1, "memory": 1},
+        10.0,
+    ),
+    # .5 and .25 -> std .125 -> 8.75
+    (
+        "two resources",
+        {"cpu": "4", "memory": "8Gi"},
+        [{"cpu": "1", "memory": "1Gi"}],
+        {"cpu": "1", "memory": "1Gi"},
+        {"cpu": 1, "memory": 1},
+        8.75,
+    ),
+    # actual requests, not the non-zero defaults: the best-effort pod on the node adds nothing (.25, .25)
+    (
+        "actual requests",
+        {"cpu": "4", "memory": "8Gi"},
+        [{}],
+        {"cpu": "1", "memory": "2Gi"},
+        {"cpu": 1, "memory": 1},
+        10.0,
+    ),
+    # fractions capped at 1: cpu 3/2 -> 1, memory .25 -> std .375
+    (
+        "capped",
+        {"cpu": "2", "memory": "8Gi"},
+        [{"cpu": "2"}],
+        {"cpu": "1", "memory": "2Gi"},
+        {"cpu": 1, "memory": 1},
+        6.25,
+    ),
+    # one resource only on the node: std 0
+    ("one resource", {"cpu": "2"}, [], {"cpu": "1", "memory": "2Gi"}, {"cpu": 1, "memory": 1}, 10.0),
+    # three fractions .5, .25, 1 (gpu 3/2 capped): population std of them
+    (
+        "three resources",
+        {"cpu": "4", "memory": "8Gi", "gpu": "2"},
+        [{"cpu": "1", "memory": "1Gi", "gpu": "2"}],
+        {"cpu": "1", "memory": "1Gi", "gpu": "1"},
+        {"cpu": 1, "memory": 1, GPU: 1},
+        (1 - math.sqrt(((0.5 - 1.75 / 3) ** 2 + (0.25 - 1.75 / 3) ** 2 + (1 - 1.75 / 3) ** 2) / 3)) * 10,
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "alloc", "existing", "incoming", "weights", "expected"), BALANCED_CASES)
+def test_balanced_allocation(
+    case: str,
+    alloc: dict[str, str],
+    existing: list[dict[str, str]],
+    incoming: dict[str, str],
+    weights: dict[str, int],
+    expected: float,
+) -> None:
+    incoming_pod, info = _assemble(alloc, existing, incoming)
+    raw, normalized = run("BalancedResourceAllocation", incoming_pod, [info], ScoringContext(resource_weights=weights))
+    assert raw["n1"] == pytest.approx(expected)
+    assert normalized["n1"] == pytest.approx(expected)
+
+
+def test_balanced_skips_best_effort_pods() -> None:
+    lopsided = node("n1", {"cpu": "4", "memory": "8Gi"}, [pod("e", {"cpu": "3"}, "n1")])
+    raw, normalized = run("BalancedResourceAllocation", pod("in"), [lopsided])
+    assert raw == {"n1": 0.0}
+    assert normalized == {"n1": 0.0}
+
+
+def test_balance_score_formula() -> None:
+    assert balance_score([]) == 10.0
+    assert balance_score([0.3]) == 10.0
+    assert balance_score([0.0, 1.0]) == pytest.approx(5.0)
+    assert balance_score([0.0, 0.0, 0.6]) == pytest.approx((1 - math.sqrt(0.08)) * 10)
