@@ -7,18 +7,19 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import redis.asyncio as aredis
-from extenders.policy import load_policy
-from extenders.runtime import ClusterRuntime, RuntimeConfig
 from fastapi import FastAPI
 
 from app import errors
 from app.body_limit import BodyLimitMiddleware
 from app.metrics import Metrics
 from app.metrics_middleware import MetricsMiddleware
-from app.routes import health, nodes, verbs
+from app.routes import gangs, health, nodes, verbs
 from app.service import Scheduler
 from app.settings import Settings
 from app.state import AppState
+from extenders.gang import DEFAULT_LABELS, GangConfig, GangService, parse_label_pairs
+from extenders.policy import load_policy
+from extenders.runtime import ClusterRuntime, RuntimeConfig
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,21 @@ def runtime_config(settings: Settings) -> RuntimeConfig:
     )
 
 
+def gang_config(settings: Settings) -> GangConfig:
+    return GangConfig(
+        window_seconds=settings.gang_window_seconds,
+        cooldown_seconds=settings.gang_cooldown_seconds,
+        max_assembling=settings.gang_max_assembling,
+        arrival_lease_seconds=settings.gang_arrival_lease_seconds,
+        idle_seconds=settings.gang_idle_seconds,
+        queue_idle_seconds=settings.gang_queue_idle_seconds,
+        poll_interval_seconds=settings.gang_poll_interval_seconds,
+        sweep_interval_seconds=settings.gang_sweep_interval_seconds,
+        assumed_ttl_seconds=settings.assumed_ttl_seconds,
+        labels=parse_label_pairs(settings.gang_labels) if settings.gang_labels else DEFAULT_LABELS,
+    )
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the app; nothing connects until the lifespan starts (so the OpenAPI export needs no Redis)."""
     settings = settings or Settings()
@@ -54,12 +70,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             settings.redis_url, max_connections=settings.redis_max_connections, health_check_interval=10
         )
         state.runtime = ClusterRuntime(state.redis, runtime_config(settings))
-        state.scheduler = Scheduler(state.runtime, state.policy)
+        state.gangs = GangService(
+            state.redis, state.runtime, state.policy, gang_config(settings), replica_id=settings.replica_id
+        )
+        state.scheduler = Scheduler(state.runtime, state.policy, state.gangs)
         await state.runtime.start()
+        await state.gangs.start()
         log.info("replica %s serving with Redis prefix %r", settings.replica_id, settings.redis_prefix)
         try:
             yield
         finally:
+            await state.gangs.stop()
             await state.runtime.stop()
             await state.redis.aclose()
 
@@ -76,5 +97,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     errors.install(app)
     app.include_router(verbs.router)
     app.include_router(nodes.router)
+    app.include_router(gangs.router)
     app.include_router(health.router)
     return app

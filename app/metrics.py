@@ -14,15 +14,21 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         self.requests = Counter(
-            "extender_requests_total", "Requests served, by verb and HTTP status code.",
-            ["verb", "code"], registry=self.registry,
+            "extender_requests_total",
+            "Requests served, by verb and HTTP status code.",
+            ["verb", "code"],
+            registry=self.registry,
         )
         self.latency = Histogram(
-            "extender_request_duration_seconds", "Server-side request latency, by verb.",
-            ["verb"], buckets=_LATENCY_BUCKETS, registry=self.registry,
+            "extender_request_duration_seconds",
+            "Server-side request latency, by verb.",
+            ["verb"],
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
         )
         self.errors = Counter(
             "extender_errors_total",
             "Requests that failed, by verb and kind (bad_request, domain: the Error field, internal).",
-            ["verb", "kind"], registry=self.registry,
+            ["verb", "kind"],
+            registry=self.registry,
         )

@@ -10,15 +10,16 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from extenders.policy import Policy
-from extenders.preemption import process_preemption, to_wire
-from extenders.runtime import ClusterRuntime
 from redis.exceptions import RedisError
 
 from app.wire import ExplainArgs, ExtenderArgs, ExtenderBindingArgs, ExtenderPreemptionArgs
 from extenders import engine
+from extenders.gang import GangService
 from extenders.model import NodeFacts, PodInfo
+from extenders.policy import Policy
+from extenders.preemption import process_preemption, to_wire
 from extenders.quantity import QuantityError
+from extenders.runtime import ClusterRuntime
 from extenders.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
@@ -51,9 +52,10 @@ def candidate_names(args: ExtenderArgs) -> list[str]:
 class Scheduler:
     """Answers the extender verbs for one replica, over the shared snapshot."""
 
-    def __init__(self, runtime: ClusterRuntime, policy: Policy) -> None:
+    def __init__(self, runtime: ClusterRuntime, policy: Policy, gangs: GangService) -> None:
         self.runtime = runtime
         self.policy = policy
+        self.gangs = gangs
 
     async def snapshot(self, node_objects: list[dict[str, Any]] | None = None) -> Snapshot:
         """The current snapshot; full node objects in the request refresh older records first."""
@@ -83,6 +85,14 @@ class Scheduler:
         except SnapshotUnavailable as exc:
             return self._filter_answer(args, [], {}, {}, str(exc))
         result = engine.filter_nodes(self.policy, pod, snap, names)
+        if result.passing:
+            try:
+                verdict = await self.gangs.filter(pod, snap, result.passing)
+            except (RedisError, OSError) as exc:
+                return self._filter_answer(args, [], {}, {}, f"gang state unavailable (Redis: {exc})")
+            if verdict is not None and not verdict.fit:
+                result.unresolvable.update(verdict.failed_nodes(result.passing))
+                result.passing = []
         return self._filter_answer(args, result.passing, result.failed, result.unresolvable, "")
 
     @staticmethod
@@ -136,7 +146,8 @@ class Scheduler:
             # No snapshot, no vouching for any candidate: kube-scheduler preempts nothing this cycle.
             log.warning("preempt answered no candidates: snapshot unavailable")
             return {"NodeNameToMetaVictims": {}}
-        result = process_preemption(self.policy, pod, candidates, snap, victim_pods=victim_pods)
+        gang_of = self.gangs.gang_of(snap)
+        result = process_preemption(self.policy, pod, candidates, snap, victim_pods=victim_pods, gang_of=gang_of)
         return to_wire(result)
 
     async def explain(self, args: ExplainArgs) -> dict[str, Any]:
@@ -145,4 +156,9 @@ class Scheduler:
         return engine.explain(self.policy, pod, snap, list(args.NodeNames) if args.NodeNames is not None else None)
 
     async def bind(self, args: ExtenderBindingArgs) -> dict[str, Any]:
-        return {"Error": "bind is not implemented by this build of the extender"}
+        try:
+            return {"Error": await self.gangs.bind_args(args)}
+        except (RedisError, OSError) as exc:
+            # Nothing was bound: the binding is created only after the reservation in Redis succeeded.
+            log.warning("bind of %s/%s failed: Redis unavailable: %s", args.PodNamespace, args.PodName, exc)
+            return {"Error": f"bind failed: shared state unavailable (Redis: {exc}); nothing was bound"}

@@ -6,13 +6,14 @@ from dataclasses import dataclass
 from typing import cast
 
 import redis.asyncio as aredis
-from extenders.policy import Policy
-from extenders.runtime import ClusterRuntime
 from fastapi import Request
 
 from app.metrics import Metrics
 from app.service import Scheduler
 from app.settings import Settings
+from extenders.gang import GangService
+from extenders.policy import Policy
+from extenders.runtime import ClusterRuntime
 
 
 @dataclass
@@ -23,6 +24,7 @@ class AppState:
     redis: aredis.Redis | None = None
     runtime: ClusterRuntime | None = None
     scheduler: Scheduler | None = None
+    gangs: GangService | None = None
 
 
 def get_state(request: Request) -> AppState:

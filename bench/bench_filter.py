@@ -2,7 +2,11 @@
 
 Default: 5000 nodes, 100k pods (20 per node), 500 candidate nodes per call, pods without
 inter-pod terms. Usage: python -m bench.bench_filter [--nodes N] [--pods-per-node K]
-[--candidates C] [--iterations I] [--affinity]
+[--candidates C] [--iterations I] [--affinity] [--churn]
+
+``--churn`` gives every call a new Snapshot in which one node was rebuilt with one more pod
+(as the replica's snapshot cache produces after a bind), so per-snapshot summaries are
+derived incrementally rather than reused: the regime of a busy cluster.
 """
 
 from __future__ import annotations
@@ -100,6 +104,15 @@ def incoming(affinity: bool) -> PodInfo:
     return pod
 
 
+def _churn(snapshot: Snapshot, name: str, iteration: int, affinity: bool, rng: random.Random) -> Snapshot:
+    """A new snapshot sharing every node but ``name``, which is rebuilt with one more pod."""
+    old = snapshot.nodes[name]
+    pods = [*old.pods.values(), _pod(rng, f"churn-{iteration}", name, affinity)]
+    nodes = dict(snapshot.nodes)
+    nodes[name] = NodeInfo.build(name, old.node, pods, old.generation + 1)
+    return Snapshot(nodes=nodes, generation=snapshot.generation + 1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--nodes", type=int, default=5000)
@@ -107,6 +120,7 @@ def main() -> None:
     parser.add_argument("--candidates", type=int, default=500)
     parser.add_argument("--iterations", type=int, default=200)
     parser.add_argument("--affinity", action="store_true", help="give pods inter-pod anti-affinity terms")
+    parser.add_argument("--churn", action="store_true", help="a new snapshot, one node changed, before every call")
     args = parser.parse_args()
     snapshot = build(args.nodes, args.pods_per_node, args.affinity)
     policy = default_policy()
@@ -116,7 +130,9 @@ def main() -> None:
     filter_ms: list[float] = []
     total_ms: list[float] = []
     passing = 0
-    for _ in range(args.iterations):
+    for iteration in range(args.iterations):
+        if args.churn:
+            snapshot = _churn(snapshot, rng.choice(names), iteration, args.affinity, rng)
         candidates = rng.sample(names, args.candidates)
         start = time.perf_counter()
         result = engine.filter_nodes(policy, pod, snapshot, candidates)
@@ -136,6 +152,7 @@ def main() -> None:
         "pods": args.nodes * args.pods_per_node,
         "candidates": args.candidates,
         "affinity": args.affinity,
+        "churn": args.churn,
         "iterations": args.iterations,
         "mean_passing": passing / args.iterations,
         "filter_ms": {"p50": pct(filter_ms, 0.5), "p99": pct(filter_ms, 0.99)},

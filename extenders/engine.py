@@ -8,6 +8,15 @@ Scores: each priority's raw scores are normalised over the candidates to 0..10, 
 by the priority's weight and summed; the sum is divided by the sum of the weights and
 rounded half up, so the extender's answer stays within 0..MaxExtenderPriority (10) and
 kube-scheduler applies the extender's own weight on top.
+
+Veto priorities (``VETO_PRIORITIES``: NodePreferAvoidPods) are not part of that average.
+Classic policies weight NodePreferAvoidPods 10000 so that, *added* to the others, it
+dominates them; averaged, it would flatten every other priority into the rounding. Here,
+when the policy lists a veto priority, a node it scores below MAX (a node that asks to
+avoid this pod) scores 0, and every other node scores the average of the remaining
+priorities but at least 1. An avoided node therefore always ends up strictly below any
+node that is not avoided, and the other priorities still rank the nodes; the veto
+priority's weight is accepted (classic files say 10000) but not used.
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ from extenders.labels import SelectorError
 from extenders.model import NodeInfo, PodInfo
 from extenders.policy import Policy
 from extenders.predicates.base import PREDICATES, SKIP, Predicate, Verdict
+from extenders.predicates.cluster_summary import summary_for
 from extenders.priorities.base import MAX_PRIORITY, PRIORITIES, ScoringContext
 from extenders.snapshot import Snapshot
 
@@ -29,6 +39,8 @@ _ = (extenders.predicates, extenders.priorities)  # the imports fill the registr
 
 NODE_NOT_FOUND = "node(s) not found in the extender's snapshot"
 _NOT_FOUND = Verdict(False, NODE_NOT_FOUND, unresolvable=True)
+# Priorities applied as a veto after the weighted average instead of inside it.
+VETO_PRIORITIES = frozenset({"NodePreferAvoidPods"})
 REASON_SEPARATOR = ", "
 
 CheckFn = Callable[[PodInfo, NodeInfo, Any], Verdict]
@@ -61,12 +73,23 @@ class PreparedPod:
     instance without preemption victims) without rescanning the cluster.
     """
 
-    __slots__ = ("_active", "pod", "policy", "snapshot", "steps")
+    __slots__ = ("_active", "_override", "_parent", "_snapshot", "pod", "policy", "steps")
 
-    def __init__(self, policy: Policy, pod: PodInfo, snapshot: Snapshot, steps: list[_Step]) -> None:
+    def __init__(
+        self,
+        policy: Policy,
+        pod: PodInfo,
+        snapshot: Snapshot | None,
+        steps: list[_Step],
+        parent: PreparedPod | None = None,
+        override: NodeInfo | None = None,
+    ) -> None:
+        """Either ``snapshot``, or ``parent`` and the ``override`` node replacing its namesake."""
         self.policy = policy
         self.pod = pod
-        self.snapshot = snapshot
+        self._snapshot = snapshot
+        self._parent = parent
+        self._override = override
         self.steps = steps
         self._active: list[tuple[str, CheckFn, Any]] = []
         for step in steps:
@@ -74,6 +97,36 @@ class PreparedPod:
                 self._active.append((step.name, _invalid_check, step.error))
             elif step.state is not SKIP:
                 self._active.append((step.name, step.predicate.check, step.state))
+
+    @property
+    def snapshot(self) -> Snapshot:
+        """The snapshot the states describe; for ``with_node`` results, built on first use.
+
+        Fit checks never read it, so preemption's many ``with_node`` calls do not copy the
+        node table; only ``filter_prepared`` and other explicit readers pay for the overlay.
+        """
+        if self._snapshot is None:
+            parent, node = self._parent, self._override
+            assert parent is not None and node is not None
+            base = parent.snapshot
+            self._snapshot = Snapshot(
+                nodes={**base.nodes, node.name: node},
+                pending=base.pending,
+                pdbs=base.pdbs,
+                generation=base.generation,
+                podgroups=base.podgroups,
+            )
+        return self._snapshot
+
+    def _node(self, name: str) -> NodeInfo | None:
+        """The node named ``name`` as these states see it, without building the overlay."""
+        prepared: PreparedPod | None = self
+        while prepared is not None and prepared._snapshot is None:
+            override = prepared._override
+            if override is not None and override.name == name:
+                return override
+            prepared = prepared._parent
+        return prepared.snapshot.nodes.get(name) if prepared is not None else None
 
     @classmethod
     def build(cls, policy: Policy, pod: PodInfo, snapshot: Snapshot) -> PreparedPod:
@@ -87,8 +140,12 @@ class PreparedPod:
         return cls(policy, pod, snapshot, steps)
 
     def with_node(self, node: NodeInfo) -> PreparedPod:
-        """States as if the snapshot held ``node`` in place of its node of the same name."""
-        old = self.snapshot.nodes.get(node.name)
+        """States as if the snapshot held ``node`` in place of its node of the same name.
+
+        Cheap: the predicates' ``adjust`` runs on the one node; the snapshot with ``node``
+        in it is only materialised if someone reads ``snapshot``.
+        """
+        old = self._node(node.name)
         if old is node:
             return self
         steps: list[_Step] = []
@@ -98,13 +155,7 @@ class PreparedPod:
                 steps.append(_Step(step.name, step.predicate, adjust(step.state, self.pod, old, node)))
             else:
                 steps.append(step)
-        overlay = Snapshot(
-            nodes={**self.snapshot.nodes, node.name: node},
-            pending=self.snapshot.pending,
-            pdbs=self.snapshot.pdbs,
-            generation=self.snapshot.generation,
-        )
-        return PreparedPod(self.policy, self.pod, overlay, steps)
+        return PreparedPod(self.policy, self.pod, None, steps, parent=self, override=node)
 
     def first_failure(self, node: NodeInfo | None) -> Verdict | None:
         """The first failing verdict in policy order, or None when the node fits."""
@@ -194,10 +245,11 @@ def fits(
 
 
 # ---------------------------------------------------------------- priorities
-def _context(policy: Policy) -> ScoringContext:
+def _context(policy: Policy, snapshot: Snapshot | None = None) -> ScoringContext:
     return ScoringContext(
         resource_weights=dict(policy.resource_weights),
         hard_pod_affinity_symmetric_weight=policy.hard_pod_affinity_symmetric_weight,
+        summary=summary_for(snapshot) if snapshot is not None else None,
     )
 
 
@@ -214,20 +266,30 @@ def _score(
     weights = policy.priority_weights
     if not weights or not infos:
         return dict.fromkeys(names, 0), details
-    ctx = _context(policy)
+    ctx = _context(policy, snapshot)
+    vetoed: set[str] | None = None  # None: the policy has no veto priority
+    weight_sum = 0
     for prio_name, weight in weights:
         priority = PRIORITIES[prio_name]
         state = priority.prepare(pod, snapshot, infos, ctx)
         score = priority.score
         raw = {info.name: score(pod, info, state, ctx) for info in infos}
         normalized = priority.normalize(raw, state)
+        veto = prio_name in VETO_PRIORITIES
+        if veto:
+            vetoed = vetoed if vetoed is not None else set()
+            vetoed.update(n for n in names if normalized.get(n, 0.0) < MAX_PRIORITY)
+        else:
+            weight_sum += weight
         for name in names:
             value = normalized.get(name, 0.0)
-            totals[name] += weight * value
+            if not veto:
+                totals[name] += weight * value
             if detail:
                 details[name][prio_name] = {"raw": raw[name], "score": value}
-    weight_sum = sum(w for _, w in weights)
-    final = {n: min(MAX_PRIORITY, _round_half_up(t / weight_sum)) for n, t in totals.items()}
+    final = {n: min(MAX_PRIORITY, _round_half_up(t / weight_sum)) if weight_sum else 0 for n, t in totals.items()}
+    if vetoed is not None:
+        final = {n: 0 if n in vetoed else max(1, s) for n, s in final.items()}
     return final, details
 
 

@@ -23,6 +23,16 @@ PREFER_AVOID_PODS_ANNOTATION = "scheduler.alpha.kubernetes.io/preferAvoidPods"
 _CONFLICT_VOLUME_KEYS = ("gcePersistentDisk", "awsElasticBlockStore", "rbd", "iscsi", "persistentVolumeClaim")
 
 HostPort = tuple[str, str, int]  # (protocol, host ip, port)
+LabelKey = str  # label_key(namespace, label key, label value)
+
+
+def label_key(namespace: str, key: str, value: str) -> LabelKey:
+    """The ``NodeInfo.pods_by_label`` key of one pod label.
+
+    A string rather than a tuple: strings cache their hash, so probing thousands of nodes
+    with one key hashes it once. NUL cannot occur in namespaces or labels.
+    """
+    return f"{namespace}\x00{key}\x00{value}"
 
 
 @dataclass(slots=True, frozen=True)
@@ -286,6 +296,18 @@ class NodeFacts:
         )
 
 
+def _drop_from(index: dict[Any, list[PodInfo]], key: Any, pod: PodInfo) -> None:
+    """Remove ``pod`` (by identity) from one index bucket, dropping the bucket when it empties."""
+    bucket = index.get(key)
+    if bucket is None:
+        return
+    kept = [p for p in bucket if p is not pod]
+    if kept:
+        index[key] = kept
+    else:
+        del index[key]
+
+
 @dataclass(slots=True)
 class NodeInfo:
     """A node and the pods placed on it, with the aggregates the predicates read.
@@ -304,6 +326,16 @@ class NodeInfo:
     used_ports: set[HostPort] = field(default_factory=set)
     pods_with_affinity: list[PodInfo] = field(default_factory=list)
     pods_with_required_anti_affinity: list[PodInfo] = field(default_factory=list)
+    # Indexes for selector matching (see extenders.predicates.pod_query): the node's pods by
+    # label_key(namespace, label key, label value), and by controller owner uid. Lists, as a node
+    # holds few pods; terminating pods are included (callers decide).
+    pods_by_label: dict[LabelKey, list[PodInfo]] = field(default_factory=dict, compare=False, repr=False)
+    pods_by_owner: dict[str, list[PodInfo]] = field(default_factory=dict, compare=False, repr=False)
+    # Bumped by every add_pod/remove_pod, so snapshot-wide summaries notice in-place changes.
+    version: int = field(default=0, compare=False)
+    # Scratch space for data predicates derive from this node's pods (e.g. compiled terms),
+    # filled lazily by them and emptied by add_pod/remove_pod. Not part of any record.
+    derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def build(cls, name: str, node: NodeFacts | None, pods: Iterable[PodInfo], generation: int = 0) -> NodeInfo:
@@ -324,6 +356,8 @@ class NodeInfo:
         """Account for a pod; a pod already present is replaced."""
         if pod.uid in self.pods:
             self.remove_pod(pod.uid)
+        self.version += 1
+        self.derived.clear()
         self.pods[pod.uid] = pod
         requested = self.requested
         for name, amount in pod.requests.items():
@@ -335,11 +369,24 @@ class NodeInfo:
             self.pods_with_affinity.append(pod)
         if pod.has_required_anti_affinity():
             self.pods_with_required_anti_affinity.append(pod)
+        by_label = self.pods_by_label
+        namespace = pod.namespace
+        for key, value in pod.labels.items():
+            index_key = label_key(namespace, key, value)
+            bucket = by_label.get(index_key)
+            if bucket is None:
+                by_label[index_key] = [pod]
+            else:
+                bucket.append(pod)
+        if pod.owner is not None:
+            self.pods_by_owner.setdefault(pod.owner.uid, []).append(pod)
 
     def remove_pod(self, uid: str) -> PodInfo | None:
         pod = self.pods.pop(uid, None)
         if pod is None:
             return None
+        self.version += 1
+        self.derived.clear()
         requested = self.requested
         for name, amount in pod.requests.items():
             left = requested.get(name, 0) - amount
@@ -355,6 +402,11 @@ class NodeInfo:
         self.pods_with_required_anti_affinity = [
             p for p in self.pods_with_required_anti_affinity if p.uid != uid
         ]
+        namespace = pod.namespace
+        for key, value in pod.labels.items():
+            _drop_from(self.pods_by_label, label_key(namespace, key, value), pod)
+        if pod.owner is not None:
+            _drop_from(self.pods_by_owner, pod.owner.uid, pod)
         return pod
 
     def requested_with_pods(self) -> dict[str, int]:

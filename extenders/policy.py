@@ -6,6 +6,8 @@ classic priority names ending in ``Priority`` (``LeastRequestedPriority``) are a
 the registered name without it. A missing ``predicates`` or ``priorities`` key means the
 built-in default list; an explicit empty list means none. Unknown names fail at load with
 a message naming them and listing the known ones. See ``examples/policy.yaml``.
+How weighted scores combine, and why NodePreferAvoidPods is a veto rather than a weight,
+is documented in ``extenders.engine``.
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ DEFAULT_PRIORITIES: tuple[tuple[str, int], ...] = (
     ("ImageLocality", 1),
     ("PodTopologySpread", 2),
     ("InterPodAffinity", 1),
+    # A veto, not averaged (see extenders.engine): avoided nodes score 0, all others 1..10.
+    # The classic weight is kept so classic policy files read the same; it is not used.
     ("NodePreferAvoidPods", 10000),
 )
 DEFAULT_RESOURCE_WEIGHTS: dict[str, int] = {"cpu": 1, "memory": 1}

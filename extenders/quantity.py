@@ -32,7 +32,6 @@ class QuantityError(ValueError):
     """A string that Kubernetes itself would refuse as a quantity."""
 
 
-@lru_cache(maxsize=4096)
 def parse_quantity(text: str | int | float) -> Fraction:
     """Exact value of a quantity string such as ``250m``, ``1.5Gi`` or ``1e3``."""
     if isinstance(text, bool):
@@ -41,8 +40,13 @@ def parse_quantity(text: str | int | float) -> Fraction:
         return Fraction(text)
     if isinstance(text, float):
         return Fraction(str(text))
-    if not isinstance(text, str):
+    if not isinstance(text, str):  # checked before the cache: unhashable input must not raise TypeError
         raise QuantityError(f"quantity must be a string or number, got {type(text).__name__}")
+    return _parse_text(text)
+
+
+@lru_cache(maxsize=4096)
+def _parse_text(text: str) -> Fraction:
     match = _QUANTITY.match(text.strip())
     if match is None:
         raise QuantityError(f"quantities must match the regular expression of Kubernetes, got {text!r}")

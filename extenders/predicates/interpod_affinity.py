@@ -10,16 +10,22 @@ are resolvable (evicting the matching pods fixes them). The first pod of a self-
 passes when no pod anywhere matches its affinity terms and it matches them itself. A
 non-empty namespaceSelector is evaluated only on ``kubernetes.io/metadata.name`` (see
 extenders.labels); other namespace labels are not known, so such selectors add no namespace.
+The pods the incoming pod's terms select are read through the nodes' label index
+(``pod_query``), and only nodes that can hold one, or hold pods with anti-affinity, are
+visited (``cluster_summary``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from extenders.labels import AffinityTerm, compile_affinity_terms, required_pod_affinity_terms
 from extenders.model import NodeInfo, PodInfo
 from extenders.predicates.base import FIT, SKIP, Verdict, register
+from extenders.predicates.cluster_summary import infos_named, summary_for
+from extenders.predicates.pod_query import PodQuery, term_query
 from extenders.snapshot import Snapshot
 
 NAME = "MatchInterPodAffinity"
@@ -50,6 +56,13 @@ class AffinityState:
     existing_anti_counts: dict[Pair, int]
     existing_keys: tuple[str, ...]
     matches_own_affinity: bool
+    affinity_queries: tuple[PodQuery, ...] = ()  # one per ``affinity`` term, same order
+    anti_affinity_queries: tuple[PodQuery, ...] = ()  # one per ``anti_affinity`` term
+
+
+def _queries(pod: PodInfo, kind: str, compiled: tuple[AffinityTerm, ...]) -> tuple[PodQuery, ...]:
+    raw = required_pod_affinity_terms(pod.affinity, kind)
+    return tuple(term_query(term, raw_term) for term, raw_term in zip(compiled, raw, strict=True))
 
 
 def _bump(counts: dict[Pair, int], pair: Pair, delta: int) -> None:
@@ -60,36 +73,93 @@ def _bump(counts: dict[Pair, int], pair: Pair, delta: int) -> None:
         counts.pop(pair, None)
 
 
-def _add_node(state: AffinityState, pod: PodInfo, node: NodeInfo, sign: int) -> None:
-    """Add (sign=1) or remove (sign=-1) one node's contribution to the counts."""
-    if node.node is None:
+_ANTI_TERMS = "interpod.anti_terms"
+AntiTerms = dict[str | None, list[tuple[AffinityTerm, str]]]
+
+
+def existing_anti_terms(node: NodeInfo) -> AntiTerms:
+    """The required anti-affinity terms of the node's pods, with their owner's uid, by namespace.
+
+    Keyed by each namespace a term lists, or None for terms with a namespace selector, so
+    an incoming pod only tests the terms that can select its namespace. Kept in
+    ``node.derived`` (cleared whenever the node's pods change).
+    """
+    found: AntiTerms | None = node.derived.get(_ANTI_TERMS)
+    if found is None:
+        found = {}
+        for existing in node.pods_with_required_anti_affinity:
+            for term in pod_anti_affinity_terms(existing):
+                entry = (term, existing.uid)
+                if term.namespace_selector is not None:
+                    found.setdefault(None, []).append(entry)
+                else:
+                    for ns in term.namespaces:
+                        found.setdefault(ns, []).append(entry)
+        node.derived[_ANTI_TERMS] = found
+    return found
+
+
+def _anti_test(namespace: str) -> Callable[[NodeInfo], bool]:
+    """Whether a node holds an anti-affinity term that can select a pod in ``namespace``."""
+
+    def test(node: NodeInfo) -> bool:
+        if not node.pods_with_required_anti_affinity:
+            return False
+        by_namespace = existing_anti_terms(node)
+        return namespace in by_namespace or None in by_namespace
+
+    return test
+
+
+def _add_existing(state: AffinityState, pod: PodInfo, node: NodeInfo, sign: int) -> None:
+    """Existing pods' anti-affinity terms on ``node`` that select the incoming pod."""
+    facts = node.node
+    if facts is None or not node.pods_with_required_anti_affinity:
         return
-    labels = node.labels
+    by_namespace = existing_anti_terms(node)
     namespace, pod_labels, uid = pod.namespace, pod.labels, pod.uid
-    for existing in node.pods_with_required_anti_affinity:
-        if existing.uid == uid:
-            continue
-        for term in pod_anti_affinity_terms(existing):
+    labels = facts.labels
+    for bucket in (by_namespace.get(namespace), by_namespace.get(None)):
+        for term, owner_uid in bucket or ():
+            if owner_uid == uid:
+                continue
             value = labels.get(term.topology_key)
             if value is not None and term.matches(namespace, pod_labels):
                 _bump(state.existing_anti_counts, (term.topology_key, value), sign)
-    affinity, anti = state.affinity, state.anti_affinity
-    if not affinity and not anti:
+
+
+def _add_own(state: AffinityState, pod: PodInfo, node: NodeInfo, sign: int) -> None:
+    """Pods on ``node`` that the incoming pod's own affinity / anti-affinity terms select."""
+    facts = node.node
+    if facts is None:
         return
-    for other in node.pods.values():
-        if other.uid == uid:
-            continue
-        other_ns, other_labels = other.namespace, other.labels
-        if affinity and all(t.matches(other_ns, other_labels) for t in affinity):
+    labels = facts.labels
+    uid = pod.uid
+    affinity, anti = state.affinity, state.anti_affinity
+    if affinity:
+        rest = affinity[1:]
+        matching = 0
+        for other in state.affinity_queries[0].pods(node):
+            if other.uid != uid and all(t.matches(other.namespace, other.labels) for t in rest):
+                matching += 1
+        if matching:
             for term in affinity:
                 value = labels.get(term.topology_key)
                 if value is not None:
-                    _bump(state.affinity_counts, (term.topology_key, value), sign)
-        for term in anti:
-            if term.matches(other_ns, other_labels):
-                value = labels.get(term.topology_key)
-                if value is not None:
-                    _bump(state.anti_affinity_counts, (term.topology_key, value), sign)
+                    _bump(state.affinity_counts, (term.topology_key, value), sign * matching)
+    for term, query in zip(anti, state.anti_affinity_queries, strict=True):
+        value = labels.get(term.topology_key)
+        if value is not None:
+            matching = query.count(node, uid)
+            if matching:
+                _bump(state.anti_affinity_counts, (term.topology_key, value), sign * matching)
+
+
+def _add_node(state: AffinityState, pod: PodInfo, node: NodeInfo, sign: int) -> None:
+    """Add (sign=1) or remove (sign=-1) one node's contribution to the counts."""
+    _add_existing(state, pod, node, sign)
+    if state.affinity or state.anti_affinity:
+        _add_own(state, pod, node, sign)
 
 
 def _finish(state: AffinityState) -> AffinityState:
@@ -102,20 +172,38 @@ class MatchInterPodAffinity:
 
     def prepare(self, pod: PodInfo, snapshot: Snapshot) -> Any:
         affinity = pod_affinity_terms(pod)
+        anti = pod_anti_affinity_terms(pod)
         state = AffinityState(
             affinity=affinity,
-            anti_affinity=pod_anti_affinity_terms(pod),
+            anti_affinity=anti,
             affinity_counts={},
             anti_affinity_counts={},
             existing_anti_counts={},
             existing_keys=(),
             matches_own_affinity=all(t.matches(pod.namespace, pod.labels) for t in affinity),
+            affinity_queries=_queries(pod, "podAffinity", affinity),
+            anti_affinity_queries=_queries(pod, "podAntiAffinity", anti),
         )
-        scan_all = bool(state.affinity or state.anti_affinity)
-        for node in snapshot.nodes.values():
-            if scan_all or node.pods_with_required_anti_affinity:
-                _add_node(state, pod, node, 1)
-        if not scan_all and not state.existing_anti_counts:
+        own_terms = bool(affinity or anti)
+        summary = summary_for(snapshot)
+        # Existing anti-affinity: only nodes with such pods, and of those only the ones with a
+        # term that can select the incoming pod's namespace.
+        namespace = pod.namespace
+        for node in infos_named(snapshot, summary.names_where(("anti-terms-for", namespace), _anti_test(namespace))):
+            _add_existing(state, pod, node, 1)
+        if own_terms:
+            # Our own terms: with every term indexed, only nodes holding one of their probe labels.
+            probes = [q.probe_keys for q in (*state.affinity_queries[:1], *state.anti_affinity_queries)]
+            visit: Iterable[NodeInfo] = snapshot.nodes.values()
+            if None not in probes:
+                names: set[str] = set()
+                for keys in probes:
+                    assert keys is not None
+                    names.update(summary.names_with_any_label(keys))
+                visit = infos_named(snapshot, names)
+            for node in visit:
+                _add_own(state, pod, node, 1)
+        if not own_terms and not state.existing_anti_counts:
             return SKIP
         return _finish(state)
 
@@ -134,6 +222,8 @@ class MatchInterPodAffinity:
             dict(state.existing_anti_counts),
             (),
             state.matches_own_affinity,
+            state.affinity_queries,
+            state.anti_affinity_queries,
         )
         if old is not None:
             _add_node(fresh, pod, old, -1)

@@ -10,11 +10,11 @@ even with zero matches. A node fails when placing the pod there would make
 being 0 while fewer than minDomains domains exist. ``matchLabelKeys`` adds ``key In
 [pod's value]`` for each key the pod carries. As in the plugin, a node lacking a topology
 key is unresolvable, but a skew violation is resolvable: evicting matching pods can fix it.
+Matching pods are read through the nodes' label index (``pod_query``), not by scanning.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +22,7 @@ from extenders.labels import LabelMatcher, NodeMatcher, compile_label_selector, 
 from extenders.model import NodeInfo, PodInfo
 from extenders.predicates.base import FIT, SKIP, Verdict, register
 from extenders.predicates.node_selector import compile_required_node_affinity
+from extenders.predicates.pod_query import PodQuery, namespace_query
 from extenders.predicates.taints import DO_NOT_SCHEDULE_EFFECTS
 from extenders.snapshot import Snapshot
 
@@ -42,10 +43,10 @@ class Constraint:
     honor_affinity: bool
     honor_taints: bool
     self_match: int
+    query: PodQuery  # the pod's namespace and ``selector``, through the label index
 
 
-def _with_match_label_keys(selector: LabelMatcher, keys: list[str], labels: Mapping[str, str]) -> LabelMatcher:
-    pairs = tuple((k, labels[k]) for k in keys if k in labels)
+def _with_match_label_keys(selector: LabelMatcher, pairs: tuple[tuple[str, str], ...]) -> LabelMatcher:
     if not pairs:
         return selector
     return lambda other: selector(other) and all(other.get(k) == v for k, v in pairs)
@@ -57,8 +58,9 @@ def compile_constraints(pod: PodInfo) -> tuple[Constraint, ...]:
     for raw in pod.topology_spread:
         if raw.get("whenUnsatisfiable") != "DoNotSchedule":
             continue
-        selector = compile_label_selector(raw.get("labelSelector"))
-        selector = _with_match_label_keys(selector, list(raw.get("matchLabelKeys") or []), pod.labels)
+        raw_selector = raw.get("labelSelector")
+        pairs = tuple((k, pod.labels[k]) for k in raw.get("matchLabelKeys") or [] if k in pod.labels)
+        selector = _with_match_label_keys(compile_label_selector(raw_selector), pairs)
         min_domains = raw.get("minDomains")
         out.append(
             Constraint(
@@ -69,6 +71,7 @@ def compile_constraints(pod: PodInfo) -> tuple[Constraint, ...]:
                 honor_affinity=(raw.get("nodeAffinityPolicy") or "Honor") == "Honor",
                 honor_taints=(raw.get("nodeTaintsPolicy") or "Ignore") == "Honor",
                 self_match=1 if selector(pod.labels) else 0,
+                query=namespace_query(pod.namespace, raw_selector, selector, pairs),
             )
         )
     return tuple(out)
@@ -107,20 +110,11 @@ def _add_node(state: SpreadState, pod: PodInfo, node: NodeInfo, sign: int) -> No
     for constraint in constraints:
         if constraint.topology_key not in labels:
             return
-    namespace, uid = pod.namespace, pod.uid
+    uid = pod.uid
     for index, constraint in enumerate(constraints):
         if not _eligible(state, constraint, node):
             continue
-        matching = 0
-        selector = constraint.selector
-        for other in node.pods.values():
-            if (
-                other.namespace == namespace
-                and other.deletion_timestamp is None
-                and other.uid != uid
-                and selector(other.labels)
-            ):
-                matching += 1
+        matching = constraint.query.count(node, uid, live_only=True)
         counts = state.counts[index]
         value = labels[constraint.topology_key]
         counts[value] = counts.get(value, 0) + sign * matching

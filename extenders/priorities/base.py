@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from extenders.model import NodeInfo, PodInfo
+from extenders.predicates.cluster_summary import ClusterSummary, summary_for
 from extenders.snapshot import Snapshot
 
 MAX_PRIORITY = 10  # extender/v1 MaxExtenderPriority
@@ -22,6 +23,14 @@ class ScoringContext:
 
     resource_weights: dict[str, int]
     hard_pod_affinity_symmetric_weight: int = 1
+    # The snapshot's node-table summary, computed once per call by the engine; priorities
+    # fall back to ``summary_of`` when called without one (tests, tools).
+    summary: ClusterSummary | None = None
+
+
+def summary_of(snapshot: Snapshot, ctx: ScoringContext) -> ClusterSummary:
+    """``ctx.summary`` when the engine supplied it, else the snapshot's summary."""
+    return ctx.summary if ctx.summary is not None else summary_for(snapshot)
 
 
 class Priority(Protocol):

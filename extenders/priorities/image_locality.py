@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from extenders.model import NodeInfo, PodInfo
-from extenders.priorities.base import MAX_PRIORITY, ScoringContext, register
+from extenders.priorities.base import MAX_PRIORITY, ScoringContext, register, summary_of
 from extenders.priorities.normalize import clamp
 from extenders.snapshot import Snapshot
 
@@ -51,20 +51,11 @@ class ImageLocality:
 
     def prepare(self, pod: PodInfo, snapshot: Snapshot, nodes: list[NodeInfo], ctx: ScoringContext) -> ImageState:
         names = [normalized_image_name(image) for image in pod.images]
-        wanted = set(names)
-        having = dict.fromkeys(wanted, 0)
-        total = 0
-        for info in snapshot.nodes.values():
-            facts = info.node
-            if facts is None:
-                continue
-            total += 1
-            node_images = facts.images
-            if not node_images:
-                continue
-            for name in wanted:
-                if name in node_images:
-                    having[name] += 1
+        if not names:
+            return ImageState((), 0)
+        summary = summary_of(snapshot, ctx)  # node counts per image, kept across calls
+        total = summary.total
+        having = {name: summary.image_nodes(name) for name in set(names)}
         # Images no node holds cannot score; with none left, score() returns 0 at once.
         present = tuple((name, having[name] / total) for name in names if having[name])
         return ImageState(present, len(names))

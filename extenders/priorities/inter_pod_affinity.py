@@ -6,8 +6,9 @@ P's preferred terms matching E; E's preferred terms matching P; and E's *require
 affinity terms matching P, with ``ctx.hard_pod_affinity_symmetric_weight`` (when > 0).
 A candidate's raw score is the sum over its domains; normalised min-max to 0..MAX.
 
-When P has no preferred terms only pods with affinity terms can contribute, so prepare
-visits only ``NodeInfo.pods_with_affinity``, not every pod. With nothing to count every
+P's own terms are counted through the nodes' label index (``pod_query``), visiting only
+nodes that may hold a pod they select (``cluster_summary``); the other two directions only concern pods with
+affinity terms, so prepare visits only ``NodeInfo.pods_with_affinity``, not every pod. With nothing to count every
 node scores 0 (the plugin skips the pod). An existing pod with the incoming pod's uid (an
 assumed copy of itself) is not counted, so a pod never attracts itself.
 
@@ -18,13 +19,15 @@ compiles them (namespace defaulting, and namespace selectors: ``{}`` selects all
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from extenders.labels import AffinityTerm, SelectorError, compile_affinity_term
 from extenders.model import NodeInfo, PodInfo
-from extenders.priorities.base import ScoringContext, register
+from extenders.predicates.cluster_summary import infos_named
+from extenders.predicates.pod_query import PodQuery, term_query
+from extenders.priorities.base import ScoringContext, register, summary_of
 from extenders.priorities.normalize import constant, min_max
 from extenders.snapshot import Snapshot
 
@@ -87,6 +90,63 @@ def cached_pod_terms(pod: PodInfo) -> PodTerms:
     return terms
 
 
+def own_queries(pod: PodInfo) -> list[tuple[int, AffinityTerm, PodQuery]]:
+    """The pod's preferred terms (signed weight, term) with their index queries."""
+    out: list[tuple[int, AffinityTerm, PodQuery]] = []
+    affinity = pod.affinity
+    for kind, sign in (("podAffinity", 1), ("podAntiAffinity", -1)):
+        for weighted in (affinity.get(kind) or {}).get(PREFERRED) or []:
+            weight = int(weighted.get("weight") or 0)
+            raw = weighted.get("podAffinityTerm") or {}
+            term = _compile(pod, raw) if weight else None
+            if term is not None:
+                out.append((sign * weight, term, term_query(term, raw)))
+    return out
+
+
+# namespace a term selects (None: by namespace selector) -> (term, weight or None for a
+# required affinity term, owner uid)
+ScoringTerms = dict[str | None, list[tuple[AffinityTerm, int | None, str]]]
+_SCORING_TERMS = "interpod.scoring_terms"
+
+
+def existing_scoring_terms(node: NodeInfo) -> ScoringTerms:
+    """The node's pods' preferred and required affinity terms, by the namespace they select.
+
+    Kept in ``node.derived`` (cleared whenever the node's pods change).
+    """
+    found: ScoringTerms | None = node.derived.get(_SCORING_TERMS)
+    if found is None:
+        found = {}
+        for other in node.pods_with_affinity:
+            theirs = cached_pod_terms(other)
+            entries: list[tuple[AffinityTerm, int | None, str]] = [
+                (term, None, other.uid) for term in theirs.required_affinity
+            ]
+            entries.extend((term, weight, other.uid) for weight, term in theirs.preferred)
+            for entry in entries:
+                term = entry[0]
+                if term.namespace_selector is not None:
+                    found.setdefault(None, []).append(entry)
+                else:
+                    for ns in term.namespaces:
+                        found.setdefault(ns, []).append(entry)
+        node.derived[_SCORING_TERMS] = found
+    return found
+
+
+def _terms_test(namespace: str) -> Callable[[NodeInfo], bool]:
+    """Whether a node holds a scoring term that can select a pod in ``namespace``."""
+
+    def test(node: NodeInfo) -> bool:
+        if not node.pods_with_affinity:
+            return False
+        by_namespace = existing_scoring_terms(node)
+        return namespace in by_namespace or None in by_namespace
+
+    return test
+
+
 TopologyScore = dict[str, dict[str, float]]  # topology key -> domain value -> score
 
 
@@ -104,33 +164,39 @@ class InterPodAffinity:
     def prepare(
         self, pod: PodInfo, snapshot: Snapshot, nodes: list[NodeInfo], ctx: ScoringContext
     ) -> TopologyScore | None:
-        own = pod_terms(pod).preferred
         hard_weight = ctx.hard_pod_affinity_symmetric_weight
-        namespace, pod_labels = pod.namespace, pod.labels
+        namespace, pod_labels, uid = pod.namespace, pod.labels, pod.uid
         scores: TopologyScore = {}
-        for info in snapshot.nodes.values():
+        summary = summary_of(snapshot, ctx)
+        for weight, term, query in own_queries(pod):
+            probes = query.probe_keys
+            infos: Iterable[NodeInfo] = (
+                snapshot.nodes.values()
+                if probes is None
+                else infos_named(snapshot, summary.names_with_any_label(probes))
+            )
+            for info in infos:
+                facts = info.node
+                if facts is None or not facts.labels:
+                    continue
+                matching = query.count(info, uid)
+                if matching:
+                    _add(scores, term.topology_key, facts.labels, weight * matching)
+        # Existing pods' terms: only nodes holding a term that can select our namespace.
+        holders = summary.names_where(("scoring-terms-for", namespace), _terms_test(namespace))
+        for info in infos_named(snapshot, holders):
             facts = info.node
             if facts is None or not facts.labels:
                 continue
-            existing = info.pods.values() if own else info.pods_with_affinity
-            if not existing:
-                continue
             labels = facts.labels
-            for other in existing:
-                if other.uid == pod.uid:
-                    continue  # the pod itself, e.g. still assumed somewhere
-                for weight, term in own:
-                    if term.matches(other.namespace, other.labels):
-                        _add(scores, term.topology_key, labels, weight)
-                if not other.has_pod_affinity():
-                    continue
-                theirs = cached_pod_terms(other)
-                if hard_weight > 0:
-                    for term in theirs.required_affinity:
-                        if term.matches(namespace, pod_labels):
-                            _add(scores, term.topology_key, labels, hard_weight)
-                for weight, term in theirs.preferred:
-                    if term.matches(namespace, pod_labels):
+            by_namespace = existing_scoring_terms(info)
+            for bucket in (by_namespace.get(namespace), by_namespace.get(None)):
+                for term, preferred_weight, owner_uid in bucket or ():
+                    if owner_uid == uid:
+                        continue  # the pod itself, e.g. still assumed somewhere
+                    # None marks a required affinity term, weighted by the policy.
+                    weight = hard_weight if preferred_weight is None else preferred_weight
+                    if weight and term.matches(namespace, pod_labels):
                         _add(scores, term.topology_key, labels, weight)
         return scores or None
 

@@ -10,12 +10,15 @@ lowest raw score to MAX: ``MAX * (max + min - raw) / max``.
 A pod without ScheduleAnyway constraints is skipped by the plugin, i.e. contributes nothing:
 every node scores 0. (kube-scheduler's system-default constraints are not applied; the
 SelectorSpread priority covers default spreading by owner.)
+
+Counting reads the nodes' label index (``extenders.predicates.pod_query``), and only nodes
+holding a pod with the selector's indexed label are visited (``cluster_summary``).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +33,9 @@ from extenders.labels import (
     required_node_affinity_terms,
 )
 from extenders.model import NodeInfo, PodInfo
-from extenders.priorities.base import MAX_PRIORITY, ScoringContext, register
+from extenders.predicates.cluster_summary import ClusterSummary, infos_named
+from extenders.predicates.pod_query import PodQuery, namespace_query
+from extenders.priorities.base import MAX_PRIORITY, ScoringContext, register, summary_of
 from extenders.priorities.normalize import constant
 from extenders.snapshot import Snapshot
 
@@ -44,7 +49,7 @@ _DO_NOT_SCHEDULE_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 class Constraint:
     topology_key: str
     max_skew: int
-    selector: LabelMatcher | None  # None: an empty or missing selector, which counts no pods
+    query: PodQuery | None  # None: an empty or missing selector, which counts no pods
     honor_node_affinity: bool
     honor_taints: bool
     weight: float = 0.0  # log(number of candidate domains + 2), set in prepare
@@ -72,13 +77,14 @@ def _selector_with_label_keys(constraint: Mapping[str, Any], pod_labels: Mapping
     return merged
 
 
-def _compile(selector: Mapping[str, Any] | None) -> LabelMatcher | None:
+def _compile(selector: Mapping[str, Any] | None, namespace: str) -> PodQuery | None:
     if selector is None or not (selector.get("matchLabels") or selector.get("matchExpressions")):
         return None
     try:
-        return compile_label_selector(selector)
+        matcher: LabelMatcher = compile_label_selector(selector)
     except SelectorError:
         return None
+    return namespace_query(namespace, selector, matcher)
 
 
 def soft_constraints(pod: PodInfo) -> list[Constraint]:
@@ -90,7 +96,7 @@ def soft_constraints(pod: PodInfo) -> list[Constraint]:
             Constraint(
                 topology_key=raw.get("topologyKey") or "",
                 max_skew=int(raw.get("maxSkew") or 1),
-                selector=_compile(_selector_with_label_keys(raw, pod.labels)),
+                query=_compile(_selector_with_label_keys(raw, pod.labels), pod.namespace),
                 honor_node_affinity=(raw.get("nodeAffinityPolicy") or HONOR) == HONOR,
                 honor_taints=(raw.get("nodeTaintsPolicy") or "Ignore") == HONOR,
             )
@@ -98,14 +104,11 @@ def soft_constraints(pod: PodInfo) -> list[Constraint]:
     return out
 
 
-def count_matching(node: NodeInfo, selector: LabelMatcher | None, namespace: str) -> int:
-    if selector is None:
+def count_matching(node: NodeInfo, query: PodQuery | None) -> int:
+    """Live (not terminating) pods on ``node`` the constraint's selector picks."""
+    if query is None:
         return 0
-    count = 0
-    for pod in node.pods.values():
-        if pod.namespace == namespace and pod.deletion_timestamp is None and selector(pod.labels):
-            count += 1
-    return count
+    return query.count(node, live_only=True)
 
 
 def _has_all_keys(labels: Mapping[str, str], constraints: list[Constraint]) -> bool:
@@ -143,26 +146,32 @@ class PodTopologySpread:
             size = len(nodes) - len(state.ignored) if c.topology_key == HOSTNAME_LABEL else len(domains[i])
             c.weight = math.log(size + 2)
         if state.pair_counts:
-            self._count_domains(pod, snapshot, state)
+            self._count_domains(pod, snapshot, state, summary_of(snapshot, ctx))
         return state
 
     @staticmethod
-    def _count_domains(pod: PodInfo, snapshot: Snapshot, state: SpreadState) -> None:
+    def _count_domains(pod: PodInfo, snapshot: Snapshot, state: SpreadState, summary: ClusterSummary) -> None:
         """Matching pods per candidate domain, over every node the constraints include."""
         node_selector, affinity = _required_affinity(pod)
         counts = state.pair_counts
-        for info in snapshot.nodes.values():
-            facts = info.node
-            if facts is None or not info.pods:
+        constraints = state.constraints
+        for c in constraints:
+            query = c.query
+            if c.topology_key == HOSTNAME_LABEL or query is None:
                 continue
-            labels = facts.labels
-            if not _has_all_keys(labels, state.constraints):
-                continue
-            for c in state.constraints:
-                if c.topology_key == HOSTNAME_LABEL:
+            probes = query.probe_keys
+            infos: Iterable[NodeInfo] = snapshot.nodes.values()
+            if probes is not None:
+                # Only nodes holding a pod with one of the selector's indexed labels can count.
+                infos = infos_named(snapshot, summary.names_with_any_label(probes))
+            key = c.topology_key
+            for info in infos:
+                facts = info.node
+                if facts is None:
                     continue
-                pair = (c.topology_key, labels[c.topology_key])
-                if pair not in counts:
+                labels = facts.labels
+                value = labels.get(key)
+                if value is None or (key, value) not in counts or not _has_all_keys(labels, constraints):
                     continue
                 if c.honor_node_affinity and not (
                     node_selector(labels) and (affinity is None or affinity(info.name, labels))
@@ -170,7 +179,7 @@ class PodTopologySpread:
                     continue
                 if c.honor_taints and first_untolerated_taint(facts.taints, pod.tolerations, _DO_NOT_SCHEDULE_EFFECTS):
                     continue
-                counts[pair] += count_matching(info, c.selector, state.namespace)
+                counts[(key, value)] += query.count(info, live_only=True)
 
     def score(self, pod: PodInfo, node: NodeInfo, state: Any, ctx: ScoringContext) -> float:
         if state is None or node.node is None or node.name in state.ignored:
@@ -182,7 +191,7 @@ class PodTopologySpread:
             if value is None:
                 continue
             if c.topology_key == HOSTNAME_LABEL:
-                count = count_matching(node, c.selector, state.namespace)
+                count = count_matching(node, c.query)
             else:
                 count = state.pair_counts.get((c.topology_key, value), 0)
             total += count * c.weight + (c.max_skew - 1)

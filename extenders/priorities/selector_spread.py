@@ -4,7 +4,8 @@ kube-scheduler matched the selectors of the Services/controllers selecting the p
 snapshot holds no Service objects, so "the same group" is: same namespace and the same
 controller owner uid, not terminating. Raw score is that count per node; normalisation
 gives fewer-is-better node and zone scores, blended with the zone weighted 2/3 when the
-candidates carry zone labels. A pod with topology spread constraints is left to
+candidates carry zone labels (pods are looked up in ``NodeInfo.pods_by_owner``, not
+scanned). A pod with topology spread constraints is left to
 PodTopologySpread (0 everywhere here); a pod without an owner scores MAX everywhere.
 """
 
@@ -56,17 +57,10 @@ class SelectorSpread:
     def score(self, pod: PodInfo, node: NodeInfo, state: Any, ctx: ScoringContext) -> float:
         if state is None or not state.owner_uid:
             return 0.0
-        uid = state.owner_uid
         namespace = state.namespace
         count = 0
-        for other in node.pods.values():
-            owner = other.owner
-            if (
-                owner is not None
-                and owner.uid == uid
-                and other.namespace == namespace
-                and other.deletion_timestamp is None
-            ):
+        for other in node.pods_by_owner.get(state.owner_uid, ()):
+            if other.namespace == namespace and other.deletion_timestamp is None:
                 count += 1
         return float(count)
 

@@ -51,7 +51,9 @@ def test_filter_nodes_form_echoes_objects_and_fails_what_does_not_fit(http: http
     body = r.json()
     assert body["NodeNames"] is None
     assert body["Nodes"]["items"] == nodes[:2]
-    assert body["FailedNodes"] == {"fa-small": "Insufficient cpu"}
+    # A request above the node's whole allocatable cannot be fixed by preemption (today's NodeResourcesFit).
+    assert body["FailedAndUnresolvableNodes"] == {"fa-small": "Insufficient cpu"}
+    assert body["FailedNodes"] == {}
     assert body["Error"] == ""
 
 
@@ -122,7 +124,8 @@ def test_explain_reports_every_predicate(http: httpx.Client) -> None:
     out = r.json()["nodes"]
     assert out["ex-0"]["fit"] is True
     assert out["ex-1"]["fit"] is False
-    assert out["ex-1"]["predicates"]["PodFitsResources"] == {"fit": False, "reason": "Insufficient cpu"}
+    verdict = out["ex-1"]["predicates"]["PodFitsResources"]
+    assert (verdict["fit"], verdict["reason"]) == (False, "Insufficient cpu")
     assert out["ex-0"]["predicates"]["PodFitsResources"]["fit"] is True
 
 

@@ -9,7 +9,10 @@ import pytest
 
 from extenders import engine
 from extenders.model import PodInfo
-from extenders.policy import Policy, default_policy
+from extenders.policy import Policy, default_policy, parse_policy
+from extenders.predicates.pod_query import PodQuery
+from extenders.priorities.base import PRIORITIES, ScoringContext
+from extenders.priorities.inter_pod_affinity import own_queries
 from tests import reference_scheduler
 from tests.gen_cluster import build_snapshot, candidate_names, gen_cluster, gen_incoming_pod
 
@@ -118,3 +121,130 @@ def test_fits_after_removing_victims_matches_reference(policy: Policy) -> None:
         assert engine.fits(policy, pod, original, snapshot, prepared) == engine.fits(policy, pod, original, snapshot)
         checked += 1
     assert checked > CASES // 2
+
+
+# ------------------------------------------------------------------ index vs scan
+OWNERS = ("rs-1", "rs-2", "rs-3")
+SELECTOR_KEYS = ("app", "tier")
+
+
+def _selector(rng: random.Random) -> dict[str, Any]:
+    """Selectors the label index must handle: matchLabels, In (several values), mixes, none indexable."""
+    roll = rng.random()
+    if roll < 0.3:
+        return {"matchLabels": {"app": rng.choice(("a", "b", "c"))}}
+    if roll < 0.55:
+        return {"matchExpressions": [{"key": "app", "operator": "In", "values": rng.sample(["a", "b", "c"], 2)}]}
+    if roll < 0.75:
+        return {
+            "matchLabels": {"app": rng.choice(("a", "b"))},
+            "matchExpressions": [{"key": "tier", "operator": "In", "values": ["web", "db"]}],
+        }
+    if roll < 0.8:
+        return {"matchExpressions": [{"key": rng.choice(SELECTOR_KEYS), "operator": "NotIn", "values": ["db"]}]}
+    if roll < 0.9:
+        return {"matchExpressions": [{"key": rng.choice(SELECTOR_KEYS), "operator": "Exists"}]}
+    return {}
+
+
+def _term(rng: random.Random) -> dict[str, Any]:
+    term: dict[str, Any] = {
+        "labelSelector": _selector(rng),
+        "topologyKey": rng.choice(("kubernetes.io/hostname", "topology.kubernetes.io/zone")),
+    }
+    roll = rng.random()
+    if roll < 0.3:
+        term["namespaces"] = ["ns1", "ns2"]
+    elif roll < 0.4:
+        term["namespaceSelector"] = {}
+    return term
+
+
+def _decorate(rng: random.Random, cluster: Any, raw_pod: dict[str, Any]) -> None:
+    """Owners, preferred terms and ScheduleAnyway constraints, which gen_cluster does not produce."""
+    for pod in [*cluster.pods, raw_pod]:
+        meta, spec = pod["metadata"], pod["spec"]
+        if rng.random() < 0.6:
+            owner = rng.choice(OWNERS)
+            meta["ownerReferences"] = [{"kind": "ReplicaSet", "name": owner, "uid": f"uid-{owner}", "controller": True}]
+        if pod is raw_pod or rng.random() < 0.2:
+            affinity = spec.setdefault("affinity", {})
+            for kind in ("podAffinity", "podAntiAffinity"):
+                if rng.random() < 0.6:
+                    section = affinity.setdefault(kind, {})
+                    terms = [_term(rng) for _ in range(rng.choice((1, 2)))]
+                    section["preferredDuringSchedulingIgnoredDuringExecution"] = [
+                        {"weight": rng.randint(1, 100), "podAffinityTerm": term} for term in terms
+                    ]
+    if rng.random() < 0.6:
+        raw_pod["spec"].setdefault("topologySpreadConstraints", []).append(
+            {
+                "maxSkew": rng.choice((1, 2)),
+                "topologyKey": rng.choice(("topology.kubernetes.io/zone", "kubernetes.io/hostname")),
+                "whenUnsatisfiable": rng.choice(("ScheduleAnyway", "DoNotSchedule")),
+                "labelSelector": _selector(rng),
+            }
+        )
+
+
+def _scan_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Force every PodQuery to ignore the label index and scan the node with its full test."""
+    original = PodQuery.__init__
+
+    def init(self: PodQuery, match: Any, namespaces: Any, equalities: Any, exact: bool = False) -> None:
+        original(self, match, None, equalities, exact)
+
+    monkeypatch.setattr(PodQuery, "__init__", init)
+
+
+def test_index_and_scan_agree_on_every_verdict_and_score(monkeypatch: pytest.MonkeyPatch) -> None:
+    every_priority = [{"name": name, "weight": 1 + i % 3} for i, name in enumerate(sorted(PRIORITIES))]
+    policy = parse_policy({"priorities": every_priority})
+    indexed_queries = 0
+    for seed in range(150):
+        rng = random.Random(50_000 + seed)
+        cluster = gen_cluster(rng)
+        raw_pod = gen_incoming_pod(rng, cluster)
+        _decorate(rng, cluster, raw_pod)
+        candidates = candidate_names(rng, cluster)
+        snapshot = build_snapshot(cluster)
+        pod = PodInfo.from_k8s(raw_pod)
+        fast = engine.explain(policy, pod, snapshot, candidates)
+        fast_scores = engine.prioritize_nodes(policy, pod, snapshot, candidates)
+        indexed_queries += sum(q.indexed for _, _, q in own_queries(pod))
+        with monkeypatch.context() as patch:
+            _scan_only(patch)
+            slow = engine.explain(policy, pod, snapshot, candidates)
+            slow_scores = engine.prioritize_nodes(policy, pod, snapshot, candidates)
+        assert fast == slow, f"seed={seed}"
+        assert fast_scores == slow_scores, f"seed={seed}"
+    assert indexed_queries > 100
+
+
+def test_selector_spread_counts_by_owner_match_a_scan() -> None:
+    spread = PRIORITIES["SelectorSpread"]
+    ctx = ScoringContext(resource_weights={"cpu": 1})
+    checked = 0
+    for seed in range(100):
+        rng = random.Random(60_000 + seed)
+        cluster = gen_cluster(rng)
+        raw_pod = gen_incoming_pod(rng, cluster)
+        _decorate(rng, cluster, raw_pod)
+        raw_pod["spec"].pop("topologySpreadConstraints", None)
+        snapshot = build_snapshot(cluster)
+        pod = PodInfo.from_k8s(raw_pod)
+        infos = [i for i in snapshot.nodes.values() if i.node is not None]
+        state = spread.prepare(pod, snapshot, infos, ctx)
+        for info in infos:
+            want = sum(
+                1
+                for other in info.pods.values()
+                if pod.owner is not None
+                and other.owner is not None
+                and other.owner.uid == pod.owner.uid
+                and other.namespace == pod.namespace
+                and other.deletion_timestamp is None
+            )
+            assert spread.score(pod, info, state, ctx) == want, f"seed={seed} node={info.name}"
+            checked += want > 0
+    assert checked > 30

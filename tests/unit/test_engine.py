@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from extenders import engine
-from extenders.model import NodeInfo, PodInfo
+from extenders.model import NodeInfo, Owner, PodInfo
 from extenders.policy import Policy, default_policy, parse_policy
 from extenders.priorities.base import PRIORITIES, ScoringContext
 from extenders.snapshot import Snapshot
@@ -164,3 +165,98 @@ def test_fits_with_victims_removed() -> None:
     prepared = engine.prepare_pod(policy, pod, snapshot)
     assert engine.fits(policy, pod, emptied, snapshot, prepared) == []
     assert engine.fits(policy, pod, full, snapshot, prepared)[0].reason == "Insufficient cpu"
+
+
+# ------------------------------------------------------------------ NodePreferAvoidPods as a veto
+AVOID = (
+    '{"preferAvoidPods": [{"podSignature": {"podController": '
+    '{"kind": "ReplicaSet", "name": "rs", "uid": "rs-uid", "controller": true}}}]}'
+)
+
+
+OWNER = Owner("ReplicaSet", "rs", "rs-uid")
+
+
+def _owned_pod(cpu: str = "100m") -> PodInfo:
+    return replace(make_pod("incoming", requests={"cpu": cpu, "memory": "100Mi"}), owner=OWNER)
+
+
+def _loaded_node(name: str, cpu_m: int, avoid: bool = False) -> NodeInfo:
+    load = [make_pod(f"{name}-load", requests={"cpu": f"{cpu_m}m", "memory": "1Gi"}, node_name=name)] if cpu_m else []
+    info = make_node(name, pods=load)
+    if avoid:
+        assert info.node is not None
+        info.node.annotations["scheduler.alpha.kubernetes.io/preferAvoidPods"] = AVOID
+    return info
+
+
+def test_default_policy_ranks_by_load_over_500_nodes() -> None:
+    """The classic 10000 weight must not flatten every other priority into the rounding."""
+    nodes = [_loaded_node(f"n{i}", (i % 40) * 100) for i in range(500)]
+    snapshot = make_snapshot(*nodes)
+    scores = dict(engine.prioritize_nodes(default_policy(), _owned_pod(), snapshot, [n.name for n in nodes]))
+    assert len(set(scores.values())) > 1
+    assert scores["n0"] > scores["n39"]  # idle beats busy
+    by_load = [scores[f"n{i}"] for i in range(40)]
+    assert by_load == sorted(by_load, reverse=True)  # never a busier node above an idler one
+    assert all(1 <= s <= 10 for s in scores.values())
+
+
+def test_avoided_node_ranks_strictly_below_equal_twin() -> None:
+    snapshot = make_snapshot(
+        _loaded_node("plain", 0), _loaded_node("avoided", 0, avoid=True), _loaded_node("busy", 3900)
+    )
+    names = ["plain", "avoided", "busy"]
+    scores = dict(engine.prioritize_nodes(default_policy(), _owned_pod(), snapshot, names))
+    assert scores["avoided"] == 0
+    assert scores["plain"] > scores["avoided"] and scores["busy"] > scores["avoided"]
+    assert scores["plain"] > scores["busy"]
+    # A pod of another controller is not avoided there: twins score the same.
+    other = make_pod("other", requests={"cpu": "100m", "memory": "100Mi"})
+    free = dict(engine.prioritize_nodes(default_policy(), other, snapshot, names))
+    assert free["avoided"] == free["plain"] >= 1
+    # explain reports the veto priority's own score and the same final scores.
+    explained = engine.explain(default_policy(), _owned_pod(), snapshot, names)["nodes"]
+    assert explained["avoided"]["priorities"]["NodePreferAvoidPods"]["score"] == 0
+    assert {n: explained[n]["score"] for n in names} == scores
+
+
+def test_veto_holds_even_when_every_other_score_is_zero(fixed: tuple[FixedPriority, FixedPriority]) -> None:
+    veto = {"name": "NodePreferAvoidPods", "weight": 10000}
+    policy = parse_policy({"priorities": [{"name": "TestB", "weight": 1}, veto]})
+    snapshot = cluster()
+    assert snapshot.nodes["tiny"].node is not None
+    snapshot.nodes["tiny"].node.annotations["scheduler.alpha.kubernetes.io/preferAvoidPods"] = AVOID
+    pod = replace(POD, owner=OWNER)
+    scores = dict(engine.prioritize_nodes(policy, pod, snapshot, ["fits", "tiny", "hdd"]))
+    # TestB: fits 0, tiny 10, hdd 5. fits (0 from the others) still beats the avoided tiny.
+    assert scores == {"fits": 1, "tiny": 0, "hdd": 5}
+    # Without the veto priority the plain weighted mean applies, 0 included.
+    plain = parse_policy({"priorities": [{"name": "TestB", "weight": 1}]})
+    assert dict(engine.prioritize_nodes(plain, pod, snapshot, ["fits", "tiny", "hdd"])) == {
+        "fits": 0,
+        "tiny": 10,
+        "hdd": 5,
+    }
+
+
+# ------------------------------------------------------------------ with_node overlay
+def test_with_node_overlay_is_lazy_and_chains() -> None:
+    policy = default_policy()
+    snapshot = cluster()
+    pod = make_pod(requests={"cpu": "500m"})
+    prepared = engine.prepare_pod(policy, pod, snapshot)
+    full = snapshot.nodes["full"]
+    emptied = NodeInfo.build("full", full.node, [])
+    overlay = prepared.with_node(emptied)
+    assert overlay.first_failure(emptied) is None
+    assert prepared.with_node(full) is prepared  # the snapshot's own node: nothing to derive
+    # Chained overlays see the latest replacement; the snapshot is built only when read.
+    back = overlay.with_node(full)
+    failure = back.first_failure(full)
+    assert failure is not None and failure.reason == "Insufficient cpu"
+    assert overlay.snapshot.nodes["full"] is emptied and overlay.snapshot.nodes["fits"] is snapshot.nodes["fits"]
+    assert back.snapshot.nodes["full"] is full
+    assert snapshot.nodes["full"] is full  # the base snapshot is untouched
+    result = engine.filter_prepared(overlay, ["full", "fits"])
+    assert result.passing == ["full", "fits"]

@@ -1,0 +1,38 @@
+"""Gang bookkeeping for operators and tests: ``GET /v1/gangs`` and ``GET /v1/gangs/{namespace}/{name}``."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import ORJSONResponse
+from redis.exceptions import RedisError
+
+from app.state import get_state
+from extenders.gang import GangService
+
+router = APIRouter(prefix="/v1", tags=["gangs"])
+
+
+def _gangs(request: Request) -> GangService:
+    gangs = get_state(request).gangs
+    if gangs is None:
+        raise HTTPException(status_code=503, detail="the extender is starting")
+    return gangs
+
+
+@router.get("/gangs", summary="Every gang known to Redis or present in the snapshot")
+async def list_gangs(request: Request) -> ORJSONResponse:
+    try:
+        return ORJSONResponse(await _gangs(request).list_gangs())
+    except (RedisError, OSError) as exc:
+        raise HTTPException(status_code=503, detail=f"gang state unavailable: {exc}") from exc
+
+
+@router.get("/gangs/{namespace}/{name}", summary="One gang: quorum, members, arrivals, state, window left")
+async def get_gang(namespace: str, name: str, request: Request) -> ORJSONResponse:
+    try:
+        doc = await _gangs(request).gang_status(namespace, name)
+    except (RedisError, OSError) as exc:
+        raise HTTPException(status_code=503, detail=f"gang state unavailable: {exc}") from exc
+    if doc is None:
+        raise HTTPException(status_code=404, detail=f"gang {namespace}/{name} is not known")
+    return ORJSONResponse(doc)

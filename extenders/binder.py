@@ -1,0 +1,271 @@
+"""The bind verb for a single pod: re-validate, reserve, create the Binding.
+
+kube-scheduler's own cache does not count what only this extender counts (extended resources
+it ignores, other replicas' recent binds), so bind checks the pod against the current shared
+snapshot once more and reserves it there with a compare-and-set on the node's generation:
+of two replicas racing for the last unit, exactly one reserves it, the other answers an error
+and kube-scheduler retries that pod. The reservation (an assumed pod) is visible to every
+replica's next filter at once; the watch confirms it, and a failed API binding forgets it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+import httpx
+from redis.exceptions import RedisError
+
+from extenders import engine
+from extenders.kube.client import BindResult, BindStatus, KubeApiError, KubeClient
+from extenders.model import NodeInfo, PodInfo
+from extenders.policy import Policy
+from extenders.predicates.base import PREDICATES, SKIP, Verdict
+from extenders.quantity import QuantityError
+from extenders.snapshot import Snapshot
+from extenders.store import AssumeStatus, Store
+
+log = logging.getLogger(__name__)
+
+# Failing verdicts of the predicates for ``pod`` on ``node`` (empty: it fits).
+FitCheck = Callable[[PodInfo, NodeInfo, Snapshot], list[Verdict]]
+
+CAPACITY_PREDICATES = ("PodFitsResources", "PodFitsHostPorts")
+
+
+def policy_fit(policy: Policy) -> FitCheck:
+    """Every predicate of the policy, through the engine's single-node check."""
+
+    def _fit(pod: PodInfo, node: NodeInfo, snapshot: Snapshot) -> list[Verdict]:
+        return engine.fits(policy, pod, node, snapshot)
+
+    return _fit
+
+
+def capacity_fit(pod: PodInfo, node: NodeInfo, snapshot: Snapshot) -> list[Verdict]:
+    """Only what concurrent binds change: resources (extended ones included) and host ports."""
+    failures: list[Verdict] = []
+    for name in CAPACITY_PREDICATES:
+        predicate = PREDICATES[name]
+        state = predicate.prepare(pod, snapshot)
+        if state is SKIP:
+            continue
+        verdict = predicate.check(pod, node, state)
+        if not verdict.fit:
+            failures.append(verdict)
+    return failures
+
+
+class BindRuntime(Protocol):
+    """What bind needs of ``extenders.runtime.ClusterRuntime``."""
+
+    store: Store
+    kube: KubeClient | None
+
+    async def snapshot(self) -> Snapshot: ...
+
+
+@dataclass(slots=True, frozen=True)
+class BindTarget:
+    """The four fields of kube-scheduler's ExtenderBindingArgs."""
+
+    namespace: str
+    name: str
+    uid: str
+    node: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(slots=True)
+class Resolved:
+    """The pod a bind call names, or why it cannot be bound (``error``), or that it already is."""
+
+    pod: PodInfo | None = None
+    error: str = ""
+    bound_to: str = ""  # the node the pod is already bound to (per the API or the watch)
+
+
+@dataclass(slots=True)
+class Check:
+    """A fit check against one snapshot: the node generation a reservation must still match."""
+
+    snapshot: Snapshot
+    generation: int = 0
+    error: str = ""
+    bound_here: bool = False  # the watch already shows the pod bound to this node
+
+
+def without_pod(info: NodeInfo, uid: str) -> NodeInfo:
+    """A copy of ``info`` without one pod (its own earlier reservation must not count against it)."""
+    return NodeInfo.build(info.name, info.node, [p for p in info.pods.values() if p.uid != uid], info.generation)
+
+
+def _reasons(verdicts: list[Verdict]) -> str:
+    return engine.combine(verdicts).reason if verdicts else ""
+
+
+class Binder:
+    """Plain (non-gang) binds, and the validate/reserve/API steps the gang coordinator reuses."""
+
+    LOCKS = 64
+
+    def __init__(
+        self,
+        runtime: BindRuntime,
+        fit: FitCheck = capacity_fit,
+        *,
+        assumed_ttl_seconds: float = 60.0,
+        cas_retries: int = 8,
+        api_concurrency: int = 8,
+    ) -> None:
+        self.runtime = runtime
+        self.fit = fit
+        self.assumed_ttl_seconds = assumed_ttl_seconds
+        self.cas_retries = cas_retries
+        # A released gang binds all its members at once; a few requests at a time over kept-alive
+        # connections finish sooner than hundreds racing for connections (and spare the API server).
+        self._api_slots = asyncio.Semaphore(api_concurrency)
+        # Binds to one node from this replica take turns, so they never lose CAS races to each other.
+        self._locks = [asyncio.Lock() for _ in range(self.LOCKS)]
+
+    def node_lock(self, node: str) -> asyncio.Lock:
+        return self._locks[zlib.crc32(node.encode()) % self.LOCKS]
+
+    # --- steps ---------------------------------------------------------------------------------
+
+    async def resolve(self, target: BindTarget, snapshot: Snapshot) -> Resolved:
+        """Find the pod: pending in the snapshot by uid, placed by us earlier, else from the API."""
+        pod = snapshot.pending.get(target.uid) if target.uid else None
+        placed = snapshot.find_pod(target.uid) if target.uid else None
+        if placed is not None:
+            if not placed.assumed and placed.node_name:
+                return Resolved(placed, bound_to=placed.node_name)
+            if placed.node_name != target.node and self.runtime.kube is not None:
+                # Reserved elsewhere: maybe a bind that already happened there. Ask the API before
+                # moving the reservation, so a stray retry cannot un-count a real binding.
+                return await self._fetch(target)
+            pod = pod or placed
+        if pod is None and not target.uid:
+            pod = next(
+                (p for p in snapshot.pending.values() if p.namespace == target.namespace and p.name == target.name),
+                None,
+            )
+        if pod is not None:
+            if pod.namespace != target.namespace or pod.name != target.name:
+                return Resolved(error=f"pod uid {target.uid} belongs to {pod.key}, not {target.key}")
+            return Resolved(pod)
+        return await self._fetch(target)
+
+    async def _fetch(self, target: BindTarget) -> Resolved:
+        kube = self.runtime.kube
+        if kube is None:
+            return Resolved(
+                error=f"pod {target.key} is not in the extender's snapshot and no Kubernetes API is configured"
+            )
+        try:
+            obj = await kube.get_pod(target.namespace, target.name)
+        except (KubeApiError, httpx.HTTPError) as exc:
+            return Resolved(error=f"reading pod {target.key} failed: {exc}")
+        if obj is None:
+            return Resolved(error=f"pod {target.key} not found (deleted?)")
+        try:
+            pod = PodInfo.from_k8s(obj)
+        except (QuantityError, ValueError, TypeError) as exc:
+            return Resolved(error=f"pod {target.key}: {exc}")
+        if target.uid and pod.uid != target.uid:
+            return Resolved(error=f"pod {target.key} now has uid {pod.uid}, not {target.uid} (recreated?)")
+        if pod.node_name:
+            return Resolved(pod, bound_to=pod.node_name)
+        return Resolved(pod)
+
+    def check(self, pod: PodInfo, node: str, snapshot: Snapshot) -> Check:
+        """Whether ``pod`` fits ``node`` in ``snapshot`` right now (its own reservation not counted)."""
+        info = snapshot.node(node)
+        if info is None or info.node is None:
+            return Check(snapshot, error=f"node {node} is not in the extender's snapshot")
+        current = info.pods.get(pod.uid)
+        if current is not None and not current.assumed:
+            return Check(snapshot, info.generation, bound_here=True)
+        target = info if current is None else without_pod(info, pod.uid)
+        failures = self.fit(pod, target, snapshot)
+        if failures:
+            error = f"pod {pod.key} no longer fits node {node}: {_reasons(failures)}"
+            return Check(snapshot, info.generation, error=error)
+        return Check(snapshot, info.generation)
+
+    async def reserve(self, pod: PodInfo, node: str, ttl: float) -> Check:
+        """Validate and reserve atomically (CAS on the node generation, re-validating on a race)."""
+        async with self.node_lock(node):
+            for _attempt in range(self.cas_retries):
+                checked = self.check(pod, node, await self.runtime.snapshot())
+                if checked.error or checked.bound_here:
+                    return checked
+                result = await self.runtime.store.assume_pod(pod, node, checked.generation, ttl)
+                if result.ok:
+                    checked.generation = result.generation
+                    return checked
+                if result.status is AssumeStatus.ALREADY_BOUND:
+                    if result.node == node:
+                        checked.bound_here = True
+                        return checked
+                    checked.error = f"pod {pod.key} is already bound to node {result.node}"
+                    return checked
+                # CONFLICT: the node changed since the check; look again.
+        return Check(checked.snapshot, error=f"node {node} kept changing while reserving {pod.key}; try again")
+
+    async def api_bind(self, pod: PodInfo, node: str) -> BindResult:
+        kube = self.runtime.kube
+        if kube is None:
+            return BindResult(BindStatus.ERROR, "no Kubernetes API is configured: cannot create the Binding")
+        async with self._api_slots:
+            return await kube.bind_pod(pod.namespace, pod.name, pod.uid, node)
+
+    @staticmethod
+    def bind_error(pod: PodInfo, node: str, result: BindResult) -> str:
+        """The bind verb's Error text for a failed API binding ("" when it succeeded)."""
+        if result.ok:
+            return ""
+        if result.status is BindStatus.BOUND_ELSEWHERE:
+            return f"pod {pod.key} is already bound to node {result.node}"
+        if result.status is BindStatus.NOT_FOUND:
+            return f"pod {pod.key} not found (deleted?): {result.message}"
+        if result.status is BindStatus.UID_MISMATCH:
+            return f"pod {pod.key} was replaced: {result.message}"
+        return f"binding pod {pod.key} to node {node} failed: {result.message}"
+
+    # --- the verb ------------------------------------------------------------------------------
+
+    async def bind(self, target: BindTarget, resolved: Resolved | None = None) -> str:
+        """Bind one pod; returns the Error text ("" on success). Retries of a done bind succeed."""
+        try:
+            if resolved is None:
+                resolved = await self.resolve(target, await self.runtime.snapshot())
+            if resolved.error or resolved.pod is None:
+                return resolved.error or f"pod {target.key} not found"
+            if resolved.bound_to:
+                if resolved.bound_to == target.node:
+                    return ""
+                return f"pod {target.key} is already bound to node {resolved.bound_to}"
+            pod = resolved.pod
+            checked = await self.reserve(pod, target.node, self.assumed_ttl_seconds)
+        except (RedisError, OSError) as exc:
+            return f"cannot reserve {target.key} on {target.node}: Redis unavailable ({exc})"
+        if checked.error:
+            return checked.error
+        if checked.bound_here:
+            return ""
+        result = await self.api_bind(pod, target.node)
+        if result.ok:
+            return ""
+        try:
+            await self.runtime.store.forget_pod(pod.uid, target.node)
+        except (RedisError, OSError) as exc:  # the reservation then expires with its TTL
+            log.warning("could not forget the reservation of %s after a failed bind: %s", pod.key, exc)
+        return self.bind_error(pod, target.node, result)

@@ -1,0 +1,210 @@
+"""Each replica's in-memory copy of the Redis snapshot, caught up incrementally.
+
+``refresh()`` runs before every filter/prioritize call, so the common case must be cheap:
+one round trip that returns only the cluster generation when nothing changed, and one
+round trip returning just the changed nodes / pending pods / PDBs / PodGroups when it did.
+A full (pipelined, batched) load happens at start, when this copy is older than the
+tombstone floor, or when more changed than one reply should carry.
+
+Snapshots handed out are never mutated afterwards (a change builds a new ``Snapshot``
+sharing the unchanged NodeInfo objects), so a request may keep using the one it got.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from hashlib import blake2b
+from typing import TypeVar
+
+import orjson
+
+from extenders.model import NodeFacts, NodeInfo, PDBInfo, PodGroupInfo, PodInfo
+from extenders.snapshot import Snapshot
+from extenders.store import NODE_FIELD, CatchUp, Store
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+@dataclass(slots=True)
+class CacheStats:
+    refreshes: int = 0
+    unchanged: int = 0
+    deltas: int = 0
+    full_loads: int = 0
+    last_full_load_seconds: float = 0.0
+
+
+def _merge(
+    old: dict[str, T], changes: list[tuple[str, bytes | None]] | None, decode: Callable[[str, bytes], T]
+) -> dict[str, T]:
+    if not changes:
+        return old
+    out = dict(old)
+    for key, raw in changes:
+        if raw is None:
+            out.pop(key, None)
+        else:
+            out[key] = decode(key, raw)
+    return out
+
+
+def _pod(_key: str, raw: bytes) -> PodInfo:
+    return PodInfo.from_record(orjson.loads(raw))
+
+
+def _pdb(_key: str, raw: bytes) -> PDBInfo:
+    return PDBInfo.from_record(orjson.loads(raw))
+
+
+def _podgroup(key: str, raw: bytes) -> PodGroupInfo:
+    return PodGroupInfo.from_record(key, orjson.loads(raw))
+
+
+class SnapshotCache:
+    """A replica's snapshot; concurrent ``refresh()`` calls share one in-flight refresh."""
+
+    def __init__(self, store: Store, max_delta_items: int = 2000, batch: int = 256) -> None:
+        self.store = store
+        self.max_delta_items = max_delta_items
+        self.batch = batch
+        self.stats = CacheStats()
+        self._snapshot = Snapshot()
+        self._loaded = False
+        self._inflight: asyncio.Future[Snapshot] | None = None
+        self._digests: dict[str, dict[str, bytes]] = {}  # node -> pod uid -> digest of its stored record
+
+    @property
+    def loaded(self) -> bool:
+        """True once a full load finished: the snapshot reflects the store."""
+        return self._loaded
+
+    @property
+    def current(self) -> Snapshot:
+        """The last snapshot, without asking Redis (may be stale)."""
+        return self._snapshot
+
+    def invalidate(self) -> None:
+        """Force the next refresh to load everything (e.g. after the store was wiped)."""
+        self._loaded = False
+
+    async def refresh(self) -> Snapshot:
+        """The snapshot as of now; callers that arrive during a refresh share its result."""
+        inflight = self._inflight
+        if inflight is None:
+            inflight = asyncio.ensure_future(self._refresh())
+            self._inflight = inflight
+            # Cleared when the refresh itself ends, not when a (possibly cancelled) caller does,
+            # so two refreshes never run at once and deltas apply in order.
+            inflight.add_done_callback(self._clear_inflight)
+        return await asyncio.shield(inflight)
+
+    def _clear_inflight(self, fut: asyncio.Future[Snapshot]) -> None:
+        if self._inflight is fut:
+            self._inflight = None
+        if not fut.cancelled():
+            fut.exception()  # retrieved, so an error nobody awaited is not logged as lost
+
+    async def _refresh(self) -> Snapshot:
+        self.stats.refreshes += 1
+        if not self._loaded:
+            return await self._full_load()
+        delta = await self.store.catch_up(self._snapshot.generation, self.max_delta_items)
+        if delta.reload:
+            return await self._full_load()
+        if not delta.changed:
+            self.stats.unchanged += 1
+            return self._snapshot
+        self.stats.deltas += 1
+        self._snapshot = self._apply(self._snapshot, delta)
+        return self._snapshot
+
+    def _build_node(
+        self, name: str, gen: int, rv: str, fields: dict[str, bytes], previous: NodeInfo | None
+    ) -> NodeInfo:
+        """A NodeInfo from its Redis hash, reusing the previous PodInfo of every record whose bytes are unchanged.
+
+        A node's hash is fetched whole when anything on it changed; parsing only the records that
+        did change keeps a catch-up proportional to the change, not to the pods on the node.
+        """
+        old_digests = self._digests.get(name, {}) if previous is not None else {}
+        digests: dict[str, bytes] = {}
+        facts: NodeFacts | None = None
+        pods: list[PodInfo] = []
+        for key, raw in fields.items():
+            if key == NODE_FIELD:
+                facts = NodeFacts.from_record(orjson.loads(raw))
+                facts.resource_version = rv
+                continue
+            if key.startswith("_"):
+                continue
+            digest = blake2b(raw, digest_size=16).digest()
+            digests[key] = digest
+            reused = previous.pods.get(key) if previous is not None and old_digests.get(key) == digest else None
+            pods.append(reused if reused is not None else PodInfo.from_record(orjson.loads(raw)))
+        self._digests[name] = digests
+        return NodeInfo.build(name, facts, pods, gen)
+
+    def _apply(self, old: Snapshot, delta: CatchUp) -> Snapshot:
+        nodes = old.nodes
+        if delta.nodes:
+            nodes = dict(old.nodes)
+            for name, gen, rv, fields in delta.nodes:
+                if not fields:
+                    nodes.pop(name, None)
+                    self._digests.pop(name, None)
+                    continue
+                nodes[name] = self._build_node(name, gen, rv, fields, old.nodes.get(name))
+        return Snapshot(
+            nodes=nodes,
+            pending=_merge(old.pending, delta.pending, _pod),
+            pdbs=_merge(old.pdbs, delta.pdbs, _pdb),
+            generation=delta.generation,
+            podgroups=_merge(old.podgroups, delta.podgroups, _podgroup),
+        )
+
+    async def _full_load(self) -> Snapshot:
+        """Read everything (not atomic), then one atomic catch-up from the generation read first.
+
+        Every node changed while the batches were read has a generation above that first
+        reading, so the catch-up replaces it with its state at one instant: the result is a
+        consistent snapshot.
+        """
+        started = time.perf_counter()
+        store = self.store
+        for _attempt in range(5):
+            gen0, index = await store.node_index()
+            rvs = {k: v.decode() for k, v in (await store.hash_all("noderv")).items()}
+            names = list(index)
+            nodes: dict[str, NodeInfo] = {}
+            self._digests = {}
+            for start in range(0, len(names), self.batch):
+                chunk = names[start : start + self.batch]
+                hashes = await store.node_hashes(chunk, batch=self.batch)
+                for name in chunk:
+                    fields = hashes[name]
+                    if fields:
+                        nodes[name] = self._build_node(name, index[name], rvs.get(name, ""), fields, None)
+            base = Snapshot(
+                nodes=nodes,
+                pending={k: _pod(k, v) for k, v in (await store.hash_all("pending")).items()},
+                pdbs={k: _pdb(k, v) for k, v in (await store.hash_all("pdb")).items()},
+                generation=gen0,
+                podgroups={k: _podgroup(k, v) for k, v in (await store.hash_all("podgroup")).items()},
+            )
+            delta = await store.catch_up(gen0, max(self.max_delta_items, len(names) + 1000))
+            if delta.reload:
+                log.info("snapshot changed too much during a full load; loading again")
+                continue
+            snap = self._apply(base, delta) if delta.changed else base
+            self._snapshot = snap
+            self._loaded = True
+            self.stats.full_loads += 1
+            self.stats.last_full_load_seconds = time.perf_counter() - started
+            return snap
+        raise RuntimeError("could not load a consistent snapshot: the store kept changing too much")

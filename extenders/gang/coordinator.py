@@ -1,0 +1,139 @@
+"""Gang binding (coscheduling's Permit): hold each member's bind call until the gang can go.
+
+A member's call validates its fit, then one Lua script admits it, reserves its node (CAS on
+the node's generation, as plain bind does) and records its arrival with a lease. Calls are
+held until bound + arrived members reach the minimum; then every held call, on whichever
+replica holds it, binds its own pod. When the window closes first, the script that notices
+releases every reservation of the gang and every held call answers an error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import time
+
+from redis.exceptions import RedisError
+
+from extenders.binder import Binder, BindTarget
+from extenders.gang.config import GangConfig
+from extenders.gang.membership import GangIndexCache, GangMembers, GangRef, timestamp_ms
+from extenders.gang.state import ArriveResult, ArriveStatus, GangStore
+from extenders.gang.waiters import DoneBatcher, Outcome, Waiters
+from extenders.model import PodInfo
+
+log = logging.getLogger(__name__)
+
+
+def order_score(ref: GangRef, members: GangMembers) -> int:
+    """Admission order: the PodGroup's creation, else the earliest member's, else now (ms)."""
+    stamp = timestamp_ms(ref.created) or members.earliest_creation_ms()
+    return stamp if stamp is not None else int(time.time() * 1000)
+
+
+class BindCoordinator:
+    def __init__(
+        self,
+        binder: Binder,
+        store: GangStore,
+        waiters: Waiters,
+        config: GangConfig,
+        replica_id: str,
+        index: GangIndexCache | None = None,
+    ) -> None:
+        self.binder = binder
+        self.store = store
+        self.waiters = waiters
+        self.config = config
+        self.replica_id = replica_id
+        self.index = index or GangIndexCache(config)
+        self.finished = DoneBatcher(store)
+
+    async def _arrive(self, target: BindTarget, pod: PodInfo, ref: GangRef, token: str) -> ArriveResult | str:
+        """Validate and arrive; re-validates when the node changed in between (CAS conflict)."""
+        assert ref.min_member is not None
+        window = ref.window_seconds or self.config.window_seconds
+        binder = self.binder
+        async with binder.node_lock(target.node):
+            for _attempt in range(binder.cas_retries):
+                snapshot = await binder.runtime.snapshot()
+                checked = binder.check(pod, target.node, snapshot)
+                if checked.error:
+                    return checked.error
+                if checked.bound_here:
+                    return ""
+                members = self.index.get(snapshot).members(ref.key)
+                result = await self.store.arrive(
+                    ref.key,
+                    pod,
+                    target.node,
+                    checked.generation,
+                    token=token,
+                    replica=self.replica_id,
+                    window_seconds=window,
+                    minimum=ref.min_member,
+                    score=order_score(ref, members),
+                    placed_uids=members.placed_uids(),
+                )
+                if result.status is not ArriveStatus.CONFLICT:
+                    return result
+        return f"node {target.node} kept changing while reserving {pod.key}; try again"
+
+    async def bind(self, target: BindTarget, pod: PodInfo, ref: GangRef) -> str:
+        """Bind one gang member; returns the Error text ("" on success)."""
+        if ref.min_member is None:
+            return ref.error
+        token = secrets.token_hex(8)
+        try:
+            arrived = await self._arrive(target, pod, ref, token)
+        except (RedisError, OSError) as exc:
+            return f"gang {ref.key}: cannot record the arrival of {pod.key} (Redis: {exc})"
+        if isinstance(arrived, str):
+            return arrived
+        status = arrived.status
+        if status is ArriveStatus.REJECTED:
+            return f"{arrived.why}; cooling down for {max(arrived.ms_left, 0) / 1000:.1f}s more"
+        if status is ArriveStatus.NOT_ADMITTED:
+            assembling = ", ".join(arrived.assembling) or "none"
+            return (
+                f"gang {ref.key} is not admitted to assemble yet: position {arrived.position} in the queue, "
+                f"assembling now: {assembling} (at most {self.config.max_assembling} at once)"
+            )
+        if status is ArriveStatus.BOUND:
+            return "" if arrived.node == target.node else f"pod {pod.key} is already bound to node {arrived.node}"
+        if status is ArriveStatus.PERMITTED:
+            self.waiters.wake(ref.key)
+            return await self._bind_permitted(target, pod, ref, token)
+        return await self._hold(target, pod, ref, token, arrived)
+
+    async def _hold(self, target: BindTarget, pod: PodInfo, ref: GangRef, token: str, arrived: ArriveResult) -> str:
+        log.debug(
+            "gang %s: %s held on %s (%d held, %d bound of %d)",
+            ref.key, pod.key, target.node, arrived.held, arrived.bound, ref.min_member,
+        )
+        timeout = arrived.ms_left / 1000 + 2 * self.config.arrival_lease_seconds + 1.0
+        try:
+            waited = await self.waiters.wait(ref.key, pod.uid, token, timeout)
+        except asyncio.CancelledError:
+            # The call is going away (client gone, shutdown): withdraw, so nothing stays reserved.
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self.store.done(ref.key, pod.uid, token, bound=False))
+            raise
+        if waited.outcome is Outcome.PERMITTED:
+            return await self._bind_permitted(target, pod, ref, token)
+        if waited.outcome is Outcome.REJECTED:
+            return f"{waited.why}; cooling down for {self.config.cooldown_seconds:g}s"
+        with contextlib.suppress(RedisError, OSError):
+            await self.store.done(ref.key, pod.uid, token, bound=False)
+        return waited.why
+
+    async def _bind_permitted(self, target: BindTarget, pod: PodInfo, ref: GangRef, token: str) -> str:
+        result = await self.binder.api_bind(pod, target.node)
+        try:
+            await self.finished.done(ref.key, pod.uid, token, result.ok)
+        except (RedisError, OSError) as exc:
+            # Bound: the watch confirms the reservation anyway. Not bound: it lapses with the lease.
+            log.warning("gang %s: recording the outcome for %s failed: %s", ref.key, pod.key, exc)
+        return self.binder.bind_error(pod, target.node, result)

@@ -1,0 +1,180 @@
+"""The one object the HTTP layer wires in for gangs and bind: ``GangService``.
+
+    gangs = GangService(redis, runtime, policy, GangConfig(...))
+    await gangs.start()                  # pub/sub listener + upkeep sweep
+    error = await gangs.bind(ns, name, uid, node)   # the bind verb ("" = success)
+    verdict = await gangs.filter(pod, snapshot, passing)   # after the predicates
+    await gangs.gang_status(ns, name) / await gangs.list_gangs()
+    await gangs.stop()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import redis.asyncio as aredis
+from redis.exceptions import RedisError
+
+from extenders.binder import Binder, BindRuntime, BindTarget, FitCheck, capacity_fit, policy_fit
+from extenders.gang.config import GangConfig
+from extenders.gang.coordinator import BindCoordinator, order_score
+from extenders.gang.filter import GangVerdict, capacity_shortfall
+from extenders.gang.membership import GangIndexCache, GangMembers, gang_of_for, gang_ref
+from extenders.gang.state import FilterStatus, GangStore
+from extenders.gang.status import gang_document
+from extenders.gang.waiters import GangEvents, Waiters
+from extenders.model import PodInfo
+from extenders.policy import Policy
+from extenders.snapshot import Snapshot
+
+log = logging.getLogger(__name__)
+
+
+class GangService:
+    def __init__(
+        self,
+        redis: aredis.Redis,
+        runtime: BindRuntime,
+        policy: Policy | None = None,
+        config: GangConfig | None = None,
+        *,
+        replica_id: str | None = None,
+        fit: FitCheck | None = None,
+    ) -> None:
+        self.config = config or GangConfig()
+        self.runtime = runtime
+        self.redis = redis
+        self.replica_id = replica_id or str(getattr(runtime, "replica_id", "") or "replica")
+        self.store = GangStore(redis, runtime.store.prefix, self.config)
+        if fit is None:
+            fit = policy_fit(policy) if policy is not None else capacity_fit
+        self.binder = Binder(
+            runtime,
+            fit,
+            assumed_ttl_seconds=self.config.assumed_ttl_seconds,
+            cas_retries=self.config.cas_retries,
+            api_concurrency=self.config.api_bind_concurrency,
+        )
+        self.waiters = Waiters(self.store, self.config)
+        self.events = GangEvents(redis, self.store.channel, self.waiters)
+        self.index = GangIndexCache(self.config)
+        self.coordinator = BindCoordinator(
+            self.binder, self.store, self.waiters, self.config, self.replica_id, self.index
+        )
+        self._tasks: list[asyncio.Task[None]] = []
+
+    # --- lifecycle -----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self._tasks.append(asyncio.create_task(self.events.run(), name="gang-pubsub"))
+        self._tasks.append(asyncio.create_task(self._sweep_loop(), name="gang-sweep"))
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks.clear()
+        await self.waiters.stop()
+
+    async def _sweep_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.sweep_interval_seconds)
+            try:
+                removed = await self.store.sweep()
+                if removed:
+                    log.info("removed idle gang bookkeeping: %s", ", ".join(removed[:10]))
+            except (RedisError, OSError) as exc:
+                log.warning("gang sweep failed: %s", exc)
+
+    # --- the bind verb -------------------------------------------------------------------------
+
+    async def bind(self, namespace: str, name: str, uid: str, node: str) -> str:
+        """The bind verb: "" on success, else the text for the answer's ``Error``."""
+        target = BindTarget(namespace, name, uid, node)
+        try:
+            snapshot = await self.runtime.snapshot()
+            resolved = await self.binder.resolve(target, snapshot)
+        except (RedisError, OSError) as exc:
+            return f"cannot bind {target.key}: cluster snapshot unavailable (Redis: {exc})"
+        if resolved.error or resolved.pod is None or resolved.bound_to:
+            return await self.binder.bind(target, resolved)
+        ref = gang_ref(resolved.pod, snapshot.podgroups, self.config)
+        if ref is None or not ref.is_gang:
+            return await self.binder.bind(target, resolved)
+        return await self.coordinator.bind(target, resolved.pod, ref)
+
+    async def bind_args(self, args: Any) -> str:
+        """``bind`` from an object with kube-scheduler's field names (PodName, PodNamespace, PodUID, Node)."""
+        return await self.bind(args.PodNamespace, args.PodName, args.PodUID, args.Node)
+
+    # --- filter --------------------------------------------------------------------------------
+
+    async def filter(self, pod: PodInfo, snapshot: Snapshot, passing: list[str]) -> GangVerdict | None:
+        """None for pods outside any gang; else whether the member may pass (with the reason if not)."""
+        ref = gang_ref(pod, snapshot.podgroups, self.config)
+        if ref is None or not ref.is_gang:
+            return None
+        if ref.min_member is None:
+            return GangVerdict(ref.key, False, ref.error)
+        members = self.index.get(snapshot).members(ref.key)
+        if all(p.uid != pod.uid for p in members.all()):
+            # The watch has not written this pod yet: it is a member all the same.
+            members = GangMembers(ref.key, [*members.pending, pod], members.held, members.bound)
+        minimum = ref.min_member
+        reason = ""
+        if members.count < minimum:
+            reason = (
+                f"gang {ref.key}: only {members.count} of the {minimum} required members exist "
+                f"({len(members.pending)} pending, {len(members.held)} held at bind, {len(members.bound)} bound)"
+            )
+        else:
+            reason = capacity_shortfall(ref.key, members, minimum, snapshot, passing)
+        try:
+            state = await self.store.filter(ref.key, not reason, order_score(ref, members), minimum)
+        except (RedisError, OSError) as exc:
+            return GangVerdict(ref.key, False, f"gang {ref.key}: gang state unavailable (Redis: {exc})")
+        if state.status is FilterStatus.COOLING:
+            left = max(state.ms_left, 0) / 1000
+            return GangVerdict(ref.key, False, f"{state.why}; cooling down for {left:.1f}s more")
+        if reason:
+            return GangVerdict(ref.key, False, reason)
+        if state.status is FilterStatus.QUEUED:
+            assembling = ", ".join(state.assembling) or "none"
+            return GangVerdict(
+                ref.key,
+                False,
+                f"gang {ref.key} is waiting to be admitted: position {state.position} in the queue, "
+                f"assembling now: {assembling} (at most {self.config.max_assembling} at once)",
+            )
+        return GangVerdict(ref.key, True)
+
+    def gang_of(self, snapshot: Snapshot) -> Callable[[PodInfo], tuple[str, int] | None]:
+        """The ``gang_of`` callable for ``extenders.preemption`` (same label keys as here)."""
+        return gang_of_for(snapshot, self.config)
+
+    # --- status --------------------------------------------------------------------------------
+
+    async def gang_status(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """One gang's document, or None when neither Redis nor the snapshot knows it."""
+        key = f"{namespace}/{name}"
+        snapshot = await self.runtime.snapshot()
+        index = self.index.get(snapshot)
+        now, records = await self.store.read([key])
+        record = records[0] if records and (records[0].fields or records[0].arrivals) else None
+        if record is None and key not in index.gangs:
+            return None
+        return gang_document(key, record, index.gangs.get(key), index.ref(key), now)
+
+    async def list_gangs(self) -> list[dict[str, Any]]:
+        snapshot = await self.runtime.snapshot()
+        index = self.index.get(snapshot)
+        now, records = await self.store.read()
+        by_key = {r.key: r for r in records}
+        keys = sorted(set(by_key) | set(index.gangs))
+        return [gang_document(k, by_key.get(k), index.gangs.get(k), index.ref(k), now) for k in keys]

@@ -1,0 +1,227 @@
+"""Typed access to the gang bookkeeping in Redis; every decision is one Lua script.
+
+The scripts (``extenders/lua/gang_*.lua``) run with the snapshot's prelude, so reserving a
+member's node, recording its arrival and deciding the quorum happen in one atomic step, and
+dropping a dead replica's arrivals releases their reservations in the same step.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+import orjson
+import redis.asyncio as aredis
+from redis.commands.core import AsyncScript
+
+from extenders.gang.config import GangConfig
+from extenders.model import PodInfo
+
+_SCRIPTS = ("gang_filter", "gang_arrive", "gang_poll", "gang_done", "gang_sweep", "gang_read")
+
+
+def _lua(name: str) -> str:
+    return resources.files("extenders").joinpath("lua", f"{name}.lua").read_text()
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _ms(seconds: float) -> int:
+    return int(seconds * 1000)
+
+
+class FilterStatus(enum.Enum):
+    COOLING = "cooling"
+    PERMITTED = "permitted"
+    UNREADY = "unready"
+    ADMITTED = "admitted"
+    QUEUED = "queued"
+
+
+@dataclass(slots=True, frozen=True)
+class FilterState:
+    status: FilterStatus
+    why: str = ""
+    ms_left: int = -1  # cool-down (COOLING) or window (ADMITTED) left; -1 when none
+    held: int = 0
+    position: int = 0
+    assembling: tuple[str, ...] = ()
+
+
+class ArriveStatus(enum.Enum):
+    REJECTED = "rejected"  # cooling down after a rejection
+    NOT_ADMITTED = "notadmitted"
+    CONFLICT = "conflict"  # the node changed since the fit check: validate again
+    BOUND = "bound"  # the watch already shows the pod bound (to ``node``)
+    PERMITTED = "permitted"
+    WAIT = "wait"
+
+
+@dataclass(slots=True, frozen=True)
+class ArriveResult:
+    status: ArriveStatus
+    why: str = ""
+    ms_left: int = 0
+    held: int = 0
+    bound: int = 0
+    position: int = 0
+    assembling: tuple[str, ...] = ()
+    node: str = ""
+    generation: int = 0
+
+
+@dataclass(slots=True, frozen=True)
+class PollResult:
+    state: str  # '' (assembling or nothing yet) | 'permitted' | 'rejected'
+    why: str
+    window_ms: int
+    cool_ms: int
+    mine: list[bool]
+
+
+@dataclass(slots=True)
+class GangRecord:
+    """One gang's raw bookkeeping, as the status API reads it."""
+
+    key: str
+    fields: dict[str, str] = field(default_factory=dict)
+    arrivals: dict[str, dict[str, Any]] = field(default_factory=dict)
+    admitted: bool = False
+    queue_position: int = -1
+
+
+def _flat(values: Sequence[Any]) -> dict[str, str]:
+    return {_text(values[i]): _text(values[i + 1]) for i in range(0, len(values), 2)}
+
+
+def _csv(value: Any) -> tuple[str, ...]:
+    text = _text(value)
+    return tuple(t for t in text.split(",") if t)
+
+
+class GangStore:
+    def __init__(self, redis: aredis.Redis, prefix: str, config: GangConfig) -> None:
+        self.redis = redis
+        self.prefix = prefix
+        self.config = config
+        head = _lua("prelude") + "\n" + _lua("gang_common") + "\n"
+        self._scripts: dict[str, AsyncScript] = {n: redis.register_script(head + _lua(n)) for n in _SCRIPTS}
+
+    @property
+    def channel(self) -> str:
+        """The pub/sub channel carrying the key of every gang whose state changed."""
+        return f"{self.prefix}:gangev"
+
+    async def _run(self, name: str, *args: Any) -> Any:
+        return await self._scripts[name](args=[self.prefix, _ms(self.config.cooldown_seconds), *args])
+
+    async def filter(self, gang: str, ready: bool, score: int, minimum: int) -> FilterState:
+        c = self.config
+        reply = await self._run(
+            "gang_filter", gang, "1" if ready else "0", score, c.max_assembling, _ms(c.queue_idle_seconds), minimum
+        )
+        status = FilterStatus(_text(reply[0]))
+        if status is FilterStatus.COOLING:
+            return FilterState(status, why=_text(reply[1]), ms_left=int(reply[2]))
+        if status is FilterStatus.ADMITTED:
+            return FilterState(status, held=int(reply[1]), ms_left=int(reply[2]))
+        if status is FilterStatus.QUEUED:
+            return FilterState(status, position=int(reply[1]), assembling=_csv(reply[2]))
+        return FilterState(status)
+
+    async def arrive(
+        self,
+        gang: str,
+        pod: PodInfo,
+        node: str,
+        expected_generation: int | None,
+        *,
+        token: str,
+        replica: str,
+        window_seconds: float,
+        minimum: int,
+        score: int,
+        placed_uids: Sequence[str] = (),
+    ) -> ArriveResult:
+        """Reserve and record a member's arrival; ``placed_uids``: the gang's members the caller's
+        snapshot shows bound or held (those still placed in Redis count toward the quorum)."""
+        c = self.config
+        rec = pod.to_record()
+        rec["node"] = node
+        rec["as"] = True
+        info = orjson.dumps({"pod": pod.name, "node": node, "replica": replica, "t": token, "st": "w"})
+        reply = await self._run(
+            "gang_arrive",
+            gang,
+            pod.uid,
+            node,
+            orjson.dumps(rec),
+            "" if expected_generation is None else str(int(expected_generation)),
+            _ms(c.hold_ttl_seconds),
+            info,
+            _ms(c.arrival_lease_seconds),
+            _ms(window_seconds),
+            minimum,
+            score,
+            c.max_assembling,
+            _ms(c.queue_idle_seconds),
+            *placed_uids,
+        )
+        status = ArriveStatus(_text(reply[0]))
+        if status is ArriveStatus.REJECTED:
+            return ArriveResult(status, why=_text(reply[1]), ms_left=int(reply[2]))
+        if status is ArriveStatus.NOT_ADMITTED:
+            return ArriveResult(status, position=int(reply[1]), assembling=_csv(reply[2]))
+        if status is ArriveStatus.CONFLICT:
+            return ArriveResult(status, generation=int(reply[1]))
+        if status is ArriveStatus.BOUND:
+            return ArriveResult(status, node=_text(reply[1]))
+        if status is ArriveStatus.PERMITTED:
+            return ArriveResult(status, held=int(reply[1]), bound=int(reply[2]))
+        return ArriveResult(status, ms_left=int(reply[1]), held=int(reply[2]), bound=int(reply[3]))
+
+    async def poll(self, gang: str, held: Sequence[tuple[str, str]]) -> PollResult:
+        c = self.config
+        args: list[Any] = [gang, _ms(c.arrival_lease_seconds), _ms(c.hold_ttl_seconds)]
+        for uid, token in held:
+            args.extend((uid, token))
+        reply = await self._run("gang_poll", *args)
+        return PollResult(
+            state=_text(reply[0]),
+            why=_text(reply[1]),
+            window_ms=int(reply[2]),
+            cool_ms=int(reply[3]),
+            mine=[bool(int(x)) for x in reply[4:]],
+        )
+
+    async def done(self, gang: str, uid: str, token: str, bound: bool) -> bool:
+        """End a held call: mark it bound, or withdraw it and release its reservation."""
+        return (await self.done_many(gang, [(uid, token, bound)]))[0]
+
+    async def done_many(self, gang: str, calls: Sequence[tuple[str, str, bool]]) -> list[bool]:
+        """``done`` for several calls of one gang in one script call."""
+        args: list[Any] = [gang, _ms(self.config.assumed_ttl_seconds)]
+        for uid, token, bound in calls:
+            args.extend((uid, token, "bound" if bound else "failed"))
+        return [bool(int(x)) for x in await self._run("gang_done", *args)]
+
+    async def sweep(self, limit: int = 1000) -> list[str]:
+        """Upkeep of every gang; returns the idle gangs deleted."""
+        return [_text(g) for g in await self._run("gang_sweep", _ms(self.config.idle_seconds), limit)]
+
+    async def read(self, gangs: Sequence[str] | None = None) -> tuple[int, list[GangRecord]]:
+        """Redis's clock (ms) and the bookkeeping of ``gangs`` (every known gang when None)."""
+        if gangs is not None and not gangs:
+            return 0, []
+        reply = await self._run("gang_read", *(gangs if gangs is not None else [""]))
+        now = int(reply[0])
+        records: list[GangRecord] = []
+        for item in reply[1:]:
+            arrivals = {k: orjson.loads(v) for k, v in _flat(item[2]).items()}
+            records.append(GangRecord(_text(item[0]), _flat(item[1]), arrivals, bool(int(item[3])), int(item[4])))
+        return now, records

@@ -1,0 +1,204 @@
+"""The few Kubernetes API calls the extender makes: list, watch, get, and bind.
+
+Plain JSON over httpx rather than a generated client: the watcher reduces objects to
+scheduling views straight away, and a watch is just newline-delimited JSON events.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+import orjson
+
+log = logging.getLogger(__name__)
+
+PODGROUP_GROUP_VERSION = "scheduling.x-k8s.io/v1alpha1"
+PODGROUPS_PATH = f"/apis/{PODGROUP_GROUP_VERSION}/podgroups"
+
+
+class KubeApiError(Exception):
+    """A non-success answer from the API server (or a watch ERROR event)."""
+
+    def __init__(self, status: int, message: str, reason: str = "") -> None:
+        super().__init__(f"{status} {reason}: {message}" if reason else f"{status}: {message}")
+        self.status = status
+        self.reason = reason
+        self.message = message
+
+
+class GoneError(KubeApiError):
+    """410 Gone: the resourceVersion is too old; the caller must list again."""
+
+
+def _status_error(status: int, body: Any) -> KubeApiError:
+    message, reason = "", ""
+    if isinstance(body, dict):
+        message = str(body.get("message") or "")
+        reason = str(body.get("reason") or "")
+        status = int(body.get("code") or status)
+    cls = GoneError if status == 410 else KubeApiError
+    return cls(status, message or "request failed", reason)
+
+
+def _error_from_response(resp: httpx.Response) -> KubeApiError:
+    try:
+        body = orjson.loads(resp.content)
+    except orjson.JSONDecodeError:
+        body = {"message": resp.text[:500]}
+    return _status_error(resp.status_code, body)
+
+
+@dataclass(slots=True)
+class ListResult:
+    items: list[dict[str, Any]]
+    resource_version: str
+
+
+class BindStatus(enum.Enum):
+    BOUND = "bound"
+    ALREADY_BOUND = "already-bound-same-node"  # a retry of a bind that already happened: success
+    BOUND_ELSEWHERE = "bound-elsewhere"
+    NOT_FOUND = "not-found"
+    UID_MISMATCH = "uid-mismatch"  # the name now belongs to another pod
+    ERROR = "error"
+
+
+@dataclass(slots=True, frozen=True)
+class BindResult:
+    status: BindStatus
+    message: str = ""
+    node: str = ""  # where the pod is bound (BOUND, ALREADY_BOUND, BOUND_ELSEWHERE)
+
+    @property
+    def ok(self) -> bool:
+        return self.status in (BindStatus.BOUND, BindStatus.ALREADY_BOUND)
+
+
+class KubeClient:
+    """Typed calls over one ``httpx.AsyncClient`` whose base_url is the API server."""
+
+    def __init__(self, http: httpx.AsyncClient, page_size: int = 500) -> None:
+        self.http = http
+        self.page_size = page_size
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+    async def get(self, path: str) -> dict[str, Any] | None:
+        """An object, or None on 404."""
+        resp = await self.http.get(path)
+        if resp.status_code == 404:
+            return None
+        if resp.status_code != 200:
+            raise _error_from_response(resp)
+        body: dict[str, Any] = orjson.loads(resp.content)
+        return body
+
+    async def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return await self.get(f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}")
+
+    async def get_podgroup(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return await self.get(
+            f"/apis/{PODGROUP_GROUP_VERSION}/namespaces/{quote(namespace)}/podgroups/{quote(name)}"
+        )
+
+    async def has_podgroups(self) -> bool:
+        """Whether the PodGroup CRD is served (a 404 on its collection means no)."""
+        resp = await self.http.get(PODGROUPS_PATH, params={"limit": "1"})
+        if resp.status_code == 404:
+            return False
+        if resp.status_code != 200:
+            raise _error_from_response(resp)
+        return True
+
+    async def list(self, path: str, page_size: int | None = None) -> ListResult:
+        """Every object of a collection, following ``continue`` tokens; one consistent resourceVersion.
+
+        Raises GoneError when a continue token expired (the caller lists again from scratch).
+        """
+        items: list[dict[str, Any]] = []
+        params: dict[str, str] = {"limit": str(page_size or self.page_size)}
+        while True:
+            resp = await self.http.get(path, params=params)
+            if resp.status_code != 200:
+                raise _error_from_response(resp)
+            body = orjson.loads(resp.content)
+            items.extend(body.get("items") or [])
+            meta = body.get("metadata") or {}
+            token = meta.get("continue")
+            if not token:
+                return ListResult(items, str(meta.get("resourceVersion") or ""))
+            params["continue"] = token
+
+    async def watch(
+        self, path: str, resource_version: str, timeout_seconds: int = 300
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Events (``{"type", "object"}``) from ``resource_version`` on, until the server ends the stream.
+
+        BOOKMARK events are passed through. A 410, as the HTTP status or as an ERROR event
+        carrying a Status with code 410, raises GoneError; other ERROR events raise KubeApiError.
+        """
+        params = {
+            "watch": "1",
+            "allowWatchBookmarks": "true",
+            "resourceVersion": resource_version,
+            "timeoutSeconds": str(timeout_seconds),
+        }
+        timeout = httpx.Timeout(10.0, read=timeout_seconds + 30.0)
+        async with self.http.stream("GET", path, params=params, timeout=timeout) as resp:
+            if resp.status_code != 200:
+                await resp.aread()
+                raise _error_from_response(resp)
+            async for line in resp.aiter_lines():
+                if not line.strip():
+                    continue
+                event = orjson.loads(line)
+                if event.get("type") == "ERROR":
+                    raise _status_error(500, event.get("object") or {})
+                yield event
+
+    async def bind_pod(self, namespace: str, name: str, uid: str, node: str) -> BindResult:
+        """Create the pod's Binding with its UID as precondition, and say what happened.
+
+        A 409 is resolved by reading the pod: bound to this node already (a retry: success),
+        bound elsewhere, gone, or replaced by a pod with another UID.
+        """
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": name, "namespace": namespace, "uid": uid},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
+        path = f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}/binding"
+        try:
+            resp = await self.http.post(path, content=orjson.dumps(body), headers={"Content-Type": "application/json"})
+        except httpx.HTTPError as exc:
+            return BindResult(BindStatus.ERROR, f"binding {namespace}/{name}: {exc!r}")
+        if resp.status_code in (200, 201):
+            return BindResult(BindStatus.BOUND, node=node)
+        error = _error_from_response(resp)
+        if resp.status_code == 404:
+            return BindResult(BindStatus.NOT_FOUND, error.message)
+        if resp.status_code != 409:
+            return BindResult(BindStatus.ERROR, str(error))
+        try:
+            pod = await self.get_pod(namespace, name)
+        except (httpx.HTTPError, KubeApiError) as exc:
+            return BindResult(BindStatus.ERROR, f"{error}; then reading the pod failed: {exc}")
+        if pod is None:
+            return BindResult(BindStatus.NOT_FOUND, error.message)
+        actual_uid = (pod.get("metadata") or {}).get("uid") or ""
+        if uid and actual_uid != uid:
+            return BindResult(BindStatus.UID_MISMATCH, f"pod {namespace}/{name} now has uid {actual_uid}, not {uid}")
+        bound_to = (pod.get("spec") or {}).get("nodeName") or ""
+        if bound_to == node:
+            return BindResult(BindStatus.ALREADY_BOUND, node=node)
+        if bound_to:
+            return BindResult(BindStatus.BOUND_ELSEWHERE, f"pod {namespace}/{name} is bound to {bound_to}", bound_to)
+        return BindResult(BindStatus.ERROR, str(error))

@@ -1,0 +1,101 @@
+"""Where the Kubernetes API is and how to authenticate: one ``httpx.AsyncClient`` for it.
+
+Loading follows client-go's order (in-cluster service account, then $KUBECONFIG, then
+~/.kube/config) through lightkube's kubeconfig parser, which also turns tokens, exec
+plugins and client certificates into httpx ``auth``/``verify``. An explicit URL (+ token)
+skips all of that, for tests and for ``kubectl proxy``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+from lightkube.config.client_adapter import ConnectionParams
+from lightkube.config.kubeconfig import KubeConfig
+from lightkube.config.models import User
+from lightkube.core.exceptions import ConfigError
+
+SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+DEFAULT_KUBECONFIG = Path("~/.kube/config")
+MODES = ("auto", "on", "off")
+# Plain requests; watches raise the read timeout per request.
+DEFAULT_TIMEOUT = httpx.Timeout(10.0, connect=5.0)
+
+
+class KubeConfigError(RuntimeError):
+    """No usable Kubernetes configuration where one was required, or a broken one."""
+
+
+def _kubeconfig_candidates(explicit: str | None) -> list[Path]:
+    if explicit:
+        return [Path(explicit).expanduser()]
+    env = os.environ.get("KUBECONFIG")
+    if env:
+        return [Path(p).expanduser() for p in env.split(os.pathsep) if p]
+    return [DEFAULT_KUBECONFIG.expanduser()]
+
+
+def _in_cluster(service_account: Path) -> bool:
+    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and (service_account / "token").is_file()
+
+
+def find_kubeconfig(
+    kubeconfig: str | None = None, service_account: Path = SERVICE_ACCOUNT_DIR
+) -> KubeConfig | None:
+    """The configuration to use, or None when there is none (a present but broken one raises)."""
+    try:
+        if kubeconfig is None and _in_cluster(service_account):
+            return KubeConfig.from_service_account(service_account)
+        for path in _kubeconfig_candidates(kubeconfig):
+            if path.is_file():
+                return KubeConfig.from_file(path)
+    except (ConfigError, yaml.YAMLError, KeyError, TypeError, AttributeError, ValueError, OSError) as exc:
+        raise KubeConfigError(f"cannot load the Kubernetes configuration: {exc}") from exc
+    if kubeconfig:
+        raise KubeConfigError(f"kubeconfig {kubeconfig} not found")
+    return None
+
+
+def httpx_params(config: KubeConfig, context: str | None = None) -> dict[str, Any]:
+    """httpx.AsyncClient keyword arguments for one kubeconfig context."""
+    try:
+        single = config.get(context)
+        if single is None:
+            raise KubeConfigError("the kubeconfig has no usable context")
+        if single.user is None:  # lightkube insists on a user; an anonymous one is valid
+            single = single._replace(user=User())
+        params: dict[str, Any] = ConnectionParams(timeout=DEFAULT_TIMEOUT).httpx_params(single)
+    except (ConfigError, OSError, ValueError) as exc:
+        raise KubeConfigError(f"cannot use the Kubernetes configuration: {exc}") from exc
+    return params
+
+
+def build_http_client(
+    mode: str = "auto",
+    kubeconfig: str | None = None,
+    url: str | None = None,
+    token: str | None = None,
+    service_account: Path = SERVICE_ACCOUNT_DIR,
+) -> httpx.AsyncClient | None:
+    """The API client for ``mode``: "off" -> None; "auto" -> None when nothing is configured;
+    "on" -> KubeConfigError when nothing is configured."""
+    if mode not in MODES:
+        raise KubeConfigError(f"kube mode must be one of {', '.join(MODES)}, got {mode!r}")
+    if mode == "off":
+        return None
+    if url:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return httpx.AsyncClient(base_url=url.rstrip("/"), headers=headers, timeout=DEFAULT_TIMEOUT)
+    config = find_kubeconfig(kubeconfig, service_account)
+    if config is None:
+        if mode == "on":
+            raise KubeConfigError(
+                "kube mode is 'on' but no Kubernetes configuration was found "
+                "(no in-cluster service account, $KUBECONFIG or ~/.kube/config; or set EXTENDER_KUBE_URL)"
+            )
+        return None
+    return httpx.AsyncClient(**httpx_params(config))

@@ -1,0 +1,35 @@
+-- A replica's incremental read, atomic. ARGV: prefix, the replica's generation, max changed items.
+-- Returns {gen} when nothing moved; {gen, 'reload'} when the replica must load everything
+-- (older than the tombstone floor, ahead of the store, or too much changed for one reply);
+-- else {gen, 'delta', nodes, pending, pdbs, podgroups} where nodes = {{name, gen, rv, hgetall}...}
+-- (an empty hgetall = node gone) and the others are flat {id, record|false, ...}.
+local gen = tonumber(redis.call('GET', K_GEN) or '0')
+local since = tonumber(ARGV[2])
+if gen == since then return {gen} end
+local limit = tonumber(ARGV[3])
+if since > gen or since < tonumber(redis.call('GET', K_FLOOR) or '0') then return {gen, 'reload'} end
+local after = '(' .. since
+local scored = redis.call('ZRANGEBYSCORE', K_NODES, after, '+inf', 'WITHSCORES')
+if #scored > 2 * limit then return {gen, 'reload'} end
+local nodes = {}
+for i = 1, #scored, 2 do
+  local name = scored[i]
+  nodes[#nodes + 1] = {name, scored[i + 1], redis.call('HGET', K_NODERV, name), redis.call('HGETALL', K_NODE .. name)}
+end
+local budget = limit - #nodes
+local function changed(hkey, zkey)
+  local ids = redis.call('ZRANGEBYSCORE', zkey, after, '+inf')
+  budget = budget - #ids
+  if budget < 0 then return nil end
+  local out = {}
+  for _, id in ipairs(ids) do
+    out[#out + 1] = id
+    out[#out + 1] = redis.call('HGET', hkey, id)
+  end
+  return out
+end
+local pending = changed(K_PENDING, K_PENDINGZ)
+local pdbs = pending and changed(K_PDB, K_PDBZ)
+local groups = pdbs and changed(K_PODGROUP, K_PODGROUPZ)
+if not groups then return {gen, 'reload'} end
+return {gen, 'delta', nodes, pending, pdbs, groups}

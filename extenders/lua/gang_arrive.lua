@@ -1,0 +1,78 @@
+-- A gang member's bind call arrives: reserve its node and record it, in one step.
+-- ARGV: prefix, cooldown ms, gang, uid, node, pod record (payload), expected node generation
+-- ('' = unconditional), hold ttl ms, arrival json {pod, node, replica, t, st}, lease ms,
+-- window ms, min members, order score, max assembling, queue idle ms, then the uids of the
+-- members the caller's snapshot shows placed (bound or held); only those still placed now count.
+-- Returns {'rejected', why, cool ms left} | {'notadmitted', position, assembling gangs} |
+--   {'conflict', node generation} | {'bound', node} | {'permitted', held, bound} |
+--   {'wait', ms left in the window, held, bound}
+local gk, uid, node, payload, expected = ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+local hold_ttl, info, lease = tonumber(ARGV[8]), ARGV[9], tonumber(ARGV[10])
+local window, minimum, score = tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13])
+local max_asm, idle = tonumber(ARGV[14]), tonumber(ARGV[15])
+
+-- Live members other than this pod: held arrivals (they have leases), and members placed in
+-- the snapshot right now (bound, bound by us and not yet confirmed, or permitted and binding),
+-- from the caller's list and the gang's own arrivals. Returns (held, others).
+local function live_members()
+  local seen, held, others = {}, 0, 0
+  for _, u in ipairs(redis.call('ZRANGE', k_lease(gk), 0, -1)) do
+    if u ~= uid then
+      seen[u] = true
+      held = held + 1
+    end
+  end
+  local function placed(u)
+    if u ~= uid and not seen[u] and redis.call('HEXISTS', K_PODLOC, u) == 1 then
+      seen[u] = true
+      others = others + 1
+    end
+  end
+  for i = 16, #ARGV do placed(ARGV[i]) end
+  for _, u in ipairs(redis.call('HKEYS', k_arr(gk))) do placed(u) end
+  return held, others
+end
+
+local function main()
+  local now = now_ms()
+  local h = k_state(gk)
+  local state = maintain(gk, now)
+  if state == 'rejected' then
+    local st = redis.call('HMGET', h, 'why', 'cool')
+    return {'rejected', st[1] or '', tonumber(st[2] or '0') - now}
+  end
+  activity(gk, now)
+  local held, others = live_members()
+  if state == 'permitted' and held == 0 and held + others + 1 < minimum then
+    -- The gang that was permitted is gone (its pods deleted, e.g. the job was recreated under
+    -- the same name): this is a new gang and must assemble again.
+    redis.call('HDEL', h, 'state', 'permitted_at')
+    redis.call('DEL', k_arr(gk))
+    state = ''
+  end
+  if state ~= 'permitted' then
+    local admitted, position = admit(gk, now, score, max_asm, idle)
+    if not admitted then return {'notadmitted', position, assembling_list()} end
+  end
+  local failed = reserve(uid, node, payload, expected, hold_ttl, now)
+  if failed then return failed end
+  redis.call('HSET', k_arr(gk), uid, info)
+  redis.call('HSET', h, 'min', minimum, 'bound', others)
+  if state == 'permitted' then return {'permitted', held + 1, others} end
+  redis.call('ZADD', k_lease(gk), now + lease, uid)
+  redis.call('SADD', G_ACTIVE, gk)
+  local deadline = tonumber(redis.call('HGET', h, 'deadline') or '')
+  if not deadline then
+    deadline = now + window
+    redis.call('HSET', h, 'first', now, 'deadline', deadline, 'window', window)
+  end
+  if held + 1 + others >= minimum then
+    permit(gk, now)
+    return {'permitted', held + 1, others}
+  end
+  return {'wait', deadline - now, held + 1, others}
+end
+
+local reply = main()
+finish()
+return reply

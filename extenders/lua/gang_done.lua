@@ -1,0 +1,36 @@
+-- Held members' calls end. ARGV: prefix, cooldown ms, gang, assumed ttl ms, then triples
+-- uid, token, outcome ('bound' | 'failed'). 'bound': the API bound the pod; its reservation now
+-- waits for the watch to confirm it. 'failed': withdraw the arrival and release the reservation
+-- (bind failed, call cancelled). Only the call that owns an arrival (same token) changes it.
+-- Returns one 1/0 per triple: whether it changed anything.
+local gk, ttl = ARGV[3], tonumber(ARGV[4])
+
+local function one(now, uid, token, outcome)
+  local raw = redis.call('HGET', k_arr(gk), uid)
+  if not raw then return 0 end  -- dropped (lease lapsed, rejected): whoever dropped it released it
+  local rec = cjson.decode(raw)
+  if rec.t ~= token then return 0 end
+  redis.call('ZREM', k_lease(gk), uid)
+  if outcome == 'bound' then
+    rec.st = 'b'
+    redis.call('HSET', k_arr(gk), uid, cjson.encode(rec))
+    redis.call('ZADD', K_ASSUMED, 'XX', now + ttl, uid)
+  else
+    redis.call('HDEL', k_arr(gk), uid)
+    release(uid)
+  end
+  return 1
+end
+
+local function main()
+  local now = now_ms()
+  local out = {}
+  for i = 5, #ARGV, 3 do out[#out + 1] = one(now, ARGV[i], ARGV[i + 1], ARGV[i + 2]) end
+  activity(gk, now)
+  if redis.call('ZCARD', k_lease(gk)) == 0 then redis.call('SREM', G_ACTIVE, gk) end
+  return out
+end
+
+local reply = main()
+finish()
+return reply

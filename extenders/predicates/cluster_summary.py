@@ -1,0 +1,191 @@
+"""Snapshot-wide facts that per-pod prepare steps would otherwise walk every node for.
+
+Which nodes hold pods with (anti-)affinity terms, which hold a pod with a given indexed
+label, how many nodes hold an image: kube-scheduler keeps such lists in its snapshot. On
+5000 nodes every such walk costs a millisecond or more (each node is a few cold objects),
+so a summary is kept per node table and reused by every call that sees the same table.
+A table that differs from the last summarised one in a few nodes (as ``SnapshotCache``
+produces: a new dict sharing the unchanged NodeInfo objects) gets the last summary
+patched for those nodes only. Each aggregate is computed lazily, on first use.
+
+Reuse is always checked: the node table is compared by NodeInfo identity, each
+NodeInfo's ``version`` (bumped by add_pod/remove_pod) and its NodeFacts object, so a table
+changed in place is noticed. NodeFacts are treated as values (replaced, never edited):
+image counts read them. Aggregates hold node *names*; callers map them back through the
+snapshot, so patching never has to touch entries of unchanged nodes.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from itertools import compress, repeat
+from operator import attrgetter, contains, is_not, ne
+from typing import TypeVar
+
+from extenders.model import LabelKey, NodeFacts, NodeInfo
+from extenders.snapshot import Snapshot
+
+T = TypeVar("T")
+NodeTest = Callable[[NodeInfo], bool]
+_VERSION = attrgetter("version")
+_FACTS = attrgetter("node")
+_IMAGES = attrgetter("images")
+_MAX_KEYS = 1024  # cached label keys / images per summary before starting over
+_PATCH_LIMIT = 256  # more changed nodes than this: summarise from scratch (lazily) instead
+
+
+def _has_anti(info: NodeInfo) -> bool:
+    return bool(info.pods_with_required_anti_affinity)
+
+
+def _has_affinity(info: NodeInfo) -> bool:
+    return bool(info.pods_with_affinity)
+
+
+class ClusterSummary:
+    """Aggregates over one node table; immutable once shared except for lazy fills."""
+
+    __slots__ = ("_images", "_labels", "_sets", "facts", "infos", "total", "versions")
+
+    def __init__(self, infos: list[NodeInfo], versions: list[int], facts: list[NodeFacts | None]) -> None:
+        self.infos = infos
+        self.versions = versions
+        self.facts = facts
+        self.total = sum(map(is_not, facts, repeat(None)))  # nodes with a node object
+        self._labels: dict[LabelKey, frozenset[str]] = {}
+        self._images: dict[str, int] = {}
+        self._sets: dict[Hashable, tuple[NodeTest, frozenset[str]]] = {}  # see names_where
+
+    def same_table(self, infos: list[NodeInfo], versions: list[int], facts: list[NodeFacts | None]) -> bool:
+        # Identity only: ``==`` on lists of dataclasses would compare them field by field.
+        return _same_objects(infos, self.infos) and versions == self.versions and _same_objects(facts, self.facts)
+
+    # ------------------------------------------------------------ aggregates
+    def names_with_label(self, key: LabelKey) -> frozenset[str]:
+        """Nodes holding a pod with this ``label_key`` (terminating pods included)."""
+        found = self._labels.get(key)
+        if found is None:
+            found = frozenset(i.name for i in self.infos if key in i.pods_by_label)
+            _store(self._labels, key, found)
+        return found
+
+    def names_with_any_label(self, keys: Iterable[LabelKey]) -> frozenset[str]:
+        """Nodes holding a pod with at least one of ``keys``."""
+        found: frozenset[str] = frozenset()
+        for key in keys:
+            found = found | self.names_with_label(key) if found else self.names_with_label(key)
+        return found
+
+    def names_with_anti_affinity_pods(self) -> frozenset[str]:
+        return self.names_where("anti", _has_anti)
+
+    def names_with_affinity_pods(self) -> frozenset[str]:
+        return self.names_where("affinity", _has_affinity)
+
+    def names_where(self, key: Hashable, test: NodeTest) -> frozenset[str]:
+        """Nodes passing ``test``, a pure function of a NodeInfo's pods, cached under ``key``.
+
+        The same ``key`` must always come with the same test: derived summaries re-run it
+        on changed nodes only.
+        """
+        entry = self._sets.get(key)
+        if entry is None:
+            entry = (test, frozenset(i.name for i in self.infos if test(i)))
+            if len(self._sets) >= _MAX_KEYS:
+                self._sets.clear()
+            self._sets[key] = entry
+        return entry[1]
+
+    def image_nodes(self, image: str) -> int:
+        """How many nodes report ``image`` (a normalised name) among their images."""
+        found = self._images.get(image)
+        if found is None:
+            found = sum(map(contains, map(_IMAGES, filter(None, self.facts)), repeat(image)))
+            _store(self._images, image, found)
+        return found
+
+    # ------------------------------------------------------------ derivation
+    def derive(self, infos: list[NodeInfo], versions: list[int], facts: list[NodeFacts | None]) -> ClusterSummary:
+        """The summary of a table that may differ from this one in a few nodes."""
+        fresh = ClusterSummary(infos, versions, facts)
+        old_infos = self.infos
+        if len(infos) != len(old_infos):
+            return fresh
+        positions = range(len(infos))
+        changed = set(compress(positions, map(is_not, infos, old_infos)))
+        changed.update(compress(positions, map(ne, versions, self.versions)))
+        changed.update(compress(positions, map(is_not, facts, self.facts)))
+        if len(changed) > _PATCH_LIMIT or any(infos[i].name != old_infos[i].name for i in changed):
+            return fresh
+        pairs = [(infos[i], self.facts[i], facts[i]) for i in changed]
+        # list(...) snapshots the lazily filled dicts, which another thread may be filling.
+        fresh._labels = {key: _patch(names, pairs, _label_test(key)) for key, names in list(self._labels.items())}
+        fresh._sets = {key: (test, _patch(names, pairs, test)) for key, (test, names) in list(self._sets.items())}
+        images = dict(list(self._images.items()))
+        for image in images:
+            for _new, old_facts, new_facts in pairs:
+                had = old_facts is not None and image in old_facts.images
+                has = new_facts is not None and image in new_facts.images
+                images[image] += has - had
+        fresh._images = images
+        return fresh
+
+
+def _same_objects(a: Sequence[object], b: Sequence[object]) -> bool:
+    return len(a) == len(b) and not any(map(is_not, a, b))
+
+
+def _store(cache: dict[str, T], key: str, value: T) -> None:
+    if len(cache) >= _MAX_KEYS:
+        cache.clear()
+    cache[key] = value
+
+
+def _label_test(key: LabelKey) -> Callable[[NodeInfo], bool]:
+    return lambda info: key in info.pods_by_label
+
+
+def _patch(
+    names: frozenset[str],
+    pairs: Iterable[tuple[NodeInfo, NodeFacts | None, NodeFacts | None]],
+    test: Callable[[NodeInfo], bool],
+) -> frozenset[str]:
+    """``names`` with each changed node's membership re-tested (a copy only if one changes)."""
+    out: set[str] | None = None
+    for new, _old_facts, _new_facts in pairs:
+        member = new.name in names
+        if test(new) != member:
+            if out is None:
+                out = set(names)
+            if member:
+                out.discard(new.name)
+            else:
+                out.add(new.name)
+    return names if out is None else frozenset(out)
+
+
+_lock = threading.Lock()
+_last: ClusterSummary | None = None
+
+
+def summary_for(snapshot: Snapshot) -> ClusterSummary:
+    """The summary of ``snapshot``'s node table: the last one if the table is unchanged, else derived."""
+    global _last
+    nodes = snapshot.nodes.values()
+    infos = list(nodes)
+    versions = list(map(_VERSION, infos))
+    facts: list[NodeFacts | None] = list(map(_FACTS, infos))
+    last = _last
+    if last is not None and last.same_table(infos, versions, facts):
+        return last
+    summary = last.derive(infos, versions, facts) if last is not None else ClusterSummary(infos, versions, facts)
+    with _lock:
+        _last = summary
+    return summary
+
+
+def infos_named(snapshot: Snapshot, names: Iterable[str]) -> list[NodeInfo]:
+    """The snapshot's NodeInfo for each name (every name comes from a summary of this table)."""
+    nodes = snapshot.nodes
+    return [nodes[name] for name in names]

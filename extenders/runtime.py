@@ -1,0 +1,192 @@
+"""What one replica runs beside its HTTP server: the snapshot cache, leader election with the
+watcher while leading, and the sweeper that expires assumed pods and compacts tombstones.
+
+The FastAPI lifespan creates one ``ClusterRuntime`` per process and calls ``start``/``stop``;
+routes call ``snapshot``, ``readiness`` and ``node_document``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+import redis.asyncio as aredis
+from redis.exceptions import RedisError
+
+from extenders.cache import SnapshotCache
+from extenders.kube.client import KubeClient
+from extenders.kube.config import build_http_client
+from extenders.leader import LeaderElector
+from extenders.model import NodeInfo
+from extenders.snapshot import Snapshot
+from extenders.store import Store
+from extenders.watcher import Watcher
+
+log = logging.getLogger(__name__)
+
+
+def default_replica_id() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+@dataclass
+class RuntimeConfig:
+    prefix: str = "extender"
+    replica_id: str = ""  # default: hostname-pid
+    lease_seconds: float = 15.0
+    assumed_ttl_seconds: float = 60.0
+    kube_mode: str = "auto"  # "auto": in-cluster or a kubeconfig if found, else no watcher; "off"; "on"
+    kubeconfig: str | None = None  # explicit path; else $KUBECONFIG / in-cluster / ~/.kube/config
+    kube_url: str | None = None  # explicit API server URL (tests); token via kube_token
+    kube_token: str | None = None
+    tombstone_keep_seconds: float = 600.0  # replicas idle longer than this reload in full
+    sweep_interval_seconds: float | None = None  # default: a tenth of the assumed TTL, 0.5 s to 5 s
+    readiness_timeout_seconds: float = 2.0
+
+
+class ClusterRuntime:
+    """One replica's view of and contribution to the shared cluster state."""
+
+    def __init__(self, redis: aredis.Redis, config: RuntimeConfig) -> None:
+        self.config = config
+        self.replica_id = config.replica_id or default_replica_id()
+        self.redis = redis
+        self.store = Store(redis, config.prefix)
+        self.cache = SnapshotCache(self.store)
+        http = build_http_client(config.kube_mode, config.kubeconfig, config.kube_url, config.kube_token)
+        self.kube: KubeClient | None = KubeClient(http) if http is not None else None
+        self.elector: LeaderElector | None = (
+            LeaderElector(self.store, self.replica_id, self._lead, config.lease_seconds) if self.kube else None
+        )
+        self.watcher: Watcher | None = None
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._gen_samples: deque[tuple[float, int]] = deque()
+
+    @property
+    def sweep_interval(self) -> float:
+        if self.config.sweep_interval_seconds is not None:
+            return self.config.sweep_interval_seconds
+        return min(5.0, max(0.5, self.config.assumed_ttl_seconds / 10))
+
+    async def start(self) -> None:
+        if self.elector is not None:
+            self._tasks.append(self.elector.start())
+        self._tasks.append(asyncio.create_task(self._sweep_loop(), name="assumed-sweeper"))
+        self._tasks.append(asyncio.create_task(self._initial_load(), name="snapshot-initial-load"))
+
+    async def stop(self) -> None:
+        if self.elector is not None:
+            await self.elector.stop()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks.clear()
+        if self.kube is not None:
+            await self.kube.aclose()
+
+    async def snapshot(self) -> Snapshot:
+        return await self.cache.refresh()
+
+    def is_leader(self) -> bool:
+        return self.elector is not None and self.elector.is_leader
+
+    async def readiness(self) -> tuple[bool, dict[str, Any]]:
+        """Ready when Redis answers, the store is synced (if a watcher feeds it) and our snapshot loaded."""
+        details: dict[str, Any] = {
+            "replica_id": self.replica_id,
+            "redis": False,
+            "kube": self.kube is not None,
+            "synced": None,
+            "leader": None,
+            "is_leader": self.is_leader(),
+            "snapshot_loaded": self.cache.loaded,
+            "generation": self.cache.current.generation,
+        }
+        timeout = self.config.readiness_timeout_seconds
+        try:
+            async with asyncio.timeout(timeout):
+                await self.redis.ping()
+                details["redis"] = True
+                if self.kube is not None:
+                    details["synced"] = await self.store.synced() is not None
+                    details["leader"] = await self.store.leader()
+                snap = await self.cache.refresh()
+                details["snapshot_loaded"] = self.cache.loaded
+                details["generation"] = snap.generation
+        except (RedisError, OSError, TimeoutError) as exc:
+            details["error"] = f"{type(exc).__name__}: {exc}"
+        ready = bool(details["redis"] and details["synced"] is not False and details["snapshot_loaded"])
+        if not ready and "error" not in details:
+            details["reason"] = (
+                "the leader has not finished its initial list yet" if details["synced"] is False
+                else "the snapshot is not loaded yet"
+            )
+        return ready, details
+
+    async def _lead(self, epoch: int) -> None:
+        assert self.kube is not None
+        watcher = Watcher(self.kube, self.store, epoch)
+        self.watcher = watcher
+        await watcher.run()
+
+    async def _initial_load(self) -> None:
+        delay = 0.2
+        while not self.cache.loaded:
+            try:
+                await self.cache.refresh()
+            except (RedisError, OSError) as exc:
+                log.warning("initial snapshot load failed (%s); retrying", exc)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+
+    async def _sweep_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.sweep_interval)
+            try:
+                expired = await self.store.expire_assumed()
+                if expired:
+                    log.info("expired %d assumed pods never confirmed: %s", len(expired), ", ".join(expired[:10]))
+                if self.is_leader():
+                    await self._compact()
+            except (RedisError, OSError) as exc:
+                log.warning("assumed-pod sweep failed: %s", exc)
+
+    async def _compact(self) -> None:
+        """Drop tombstones older than ``tombstone_keep_seconds`` (sampled generations, so no clock in Redis)."""
+        now = time.monotonic()
+        samples = self._gen_samples
+        if not samples or now - samples[-1][0] >= min(60.0, self.config.tombstone_keep_seconds / 4):
+            samples.append((now, await self.store.generation()))
+        upto = 0
+        while samples and now - samples[0][0] >= self.config.tombstone_keep_seconds:
+            upto = samples.popleft()[1]
+        if upto:
+            await self.store.compact(upto)
+
+
+def node_document(info: NodeInfo) -> dict[str, Any]:
+    """A node's aggregate for ``GET /v1/nodes/{name}``: integers in base units (CPU in millicores)."""
+    facts = info.node
+    pods = sorted(info.pods.values(), key=lambda p: (p.namespace, p.name))
+    return {
+        "name": info.name,
+        "generation": info.generation,
+        "exists": facts is not None,
+        "allocatable": dict(info.allocatable),
+        "requested": info.requested_with_pods(),
+        "nonzero_requested": {"cpu": info.nonzero_cpu, "memory": info.nonzero_memory},
+        "pods": [{"namespace": p.namespace, "name": p.name, "uid": p.uid, "assumed": p.assumed} for p in pods],
+        "labels": dict(facts.labels) if facts else {},
+        "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in facts.taints] if facts else [],
+        "unschedulable": facts.unschedulable if facts else False,
+        "conditions": dict(facts.conditions) if facts else {},
+    }

@@ -1,0 +1,411 @@
+"""The cluster snapshot in Redis: one writer (the leader's watcher), every replica a reader.
+
+Every consistent change is one Lua script (``extenders/lua/*.lua``), so a reader never sees a
+pod half-moved, and each script bumps the cluster generation at most once.
+
+Key layout, all under the prefix ``P`` (standalone Redis; for Redis Cluster put the prefix in a
+hash tag such as ``{extender}`` so every key lands in one slot):
+
+``P:gen``             cluster generation (INCR once per changing script)
+``P:nodes``           zset node name -> generation of its last change (tombstones stay: hash gone)
+``P:node:{name}``     hash ``_node`` -> NodeFacts record (resourceVersion left out), ``{uid}`` ->
+                      PodInfo record of every pod bound or assumed there; pods may name a node
+                      that has no ``_node`` (yet), as in kube-scheduler's cache
+``P:noderv``          hash node name -> resourceVersion of its stored facts (kept out of the record
+                      so a heartbeat that changes nothing else does not bump the generation)
+``P:podloc``          hash uid -> node name, for every placed pod
+``P:pending``         hash uid -> PodInfo record of unbound, non-terminal pods; ``P:pendingz`` uid -> gen
+``P:pdb``/``P:pdbz``  PodDisruptionBudgets by namespace/name
+``P:podgroup``/``P:podgroupz``  PodGroups by namespace/name: ``{"minMember", "creationTimestamp"}``
+``P:assumed``         zset uid -> deadline (ms, Redis clock) of pods assumed but not yet confirmed
+``P:tombs``           zset ``n:|p:|d:|g:`` + id -> generation of the delete, for compaction
+``P:floor``           generation below which tombstones were compacted (older replicas reload)
+``P:synced``          set by the leader once its initial list of every watched resource is written
+``P:leader``          lease ``holder|epoch`` (SET PX); ``P:epoch`` fencing counter (INCR per term)
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import orjson
+import redis.asyncio as aredis
+from redis.commands.core import AsyncScript
+from redis.exceptions import ResponseError
+
+from extenders.model import NodeFacts, PDBInfo, PodGroupInfo, PodInfo
+
+NODE_FIELD = "_node"
+_LUA_DIR = Path(__file__).resolve().parent / "lua"
+_SCRIPTS = (
+    "apply", "assume", "forget", "expire", "touch_assumed", "refresh_node", "catchup", "compact",
+)
+_LEASE_SCRIPTS = ("lease_acquire", "lease_renew", "lease_release")
+
+
+class FencedError(RuntimeError):
+    """A write by a leader whose term is over: another replica took the lease since."""
+
+
+@cache
+def _lua(name: str) -> str:
+    return (_LUA_DIR / f"{name}.lua").read_text()
+
+
+def dumps(record: Any) -> bytes:
+    return orjson.dumps(record)
+
+
+def node_payload(facts: NodeFacts) -> bytes:
+    """The stored NodeFacts record: everything but the resourceVersion (kept in ``P:noderv``)."""
+    rec = facts.to_record()
+    rec.pop("rv", None)
+    return dumps(rec)
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+@dataclass(slots=True, frozen=True)
+class Op:
+    """One watcher write; a batch of them is applied atomically by ``Store.apply``."""
+
+    code: str
+    id: str
+    arg: str = ""
+    payload: bytes | str = b""
+
+    @classmethod
+    def node(cls, facts: NodeFacts) -> Op:
+        return cls("N", facts.name, facts.resource_version, node_payload(facts))
+
+    @classmethod
+    def delete_node(cls, name: str) -> Op:
+        return cls("n", name)
+
+    @classmethod
+    def pod(cls, pod: PodInfo) -> Op:
+        """Add, confirm (clears ``assumed``), update or move a pod; terminal pods are removed."""
+        if pod.terminal:
+            return cls.delete_pod(pod.uid)
+        rec = pod.to_record()
+        rec.pop("as", None)
+        return cls("P", pod.uid, pod.node_name, dumps(rec))
+
+    @classmethod
+    def delete_pod(cls, uid: str) -> Op:
+        return cls("p", uid)
+
+    @classmethod
+    def delete_pod_unless_assumed(cls, uid: str) -> Op:
+        """A relist's delete: a pod assumed by some replica is a reservation the list cannot judge."""
+        return cls("q", uid)
+
+    @classmethod
+    def pdb(cls, pdb: PDBInfo) -> Op:
+        return cls("D", pdb.key, "", dumps(pdb.to_record()))
+
+    @classmethod
+    def delete_pdb(cls, key: str) -> Op:
+        return cls("d", key)
+
+    @classmethod
+    def podgroup(cls, group: PodGroupInfo) -> Op:
+        return cls("G", group.key, "", dumps(group.to_record()))
+
+    @classmethod
+    def delete_podgroup(cls, key: str) -> Op:
+        return cls("g", key)
+
+    @classmethod
+    def synced(cls, marker: str) -> Op:
+        return cls("S", "", "", marker)
+
+
+class AssumeStatus(enum.Enum):
+    ASSUMED = "assumed"
+    CONFLICT = "conflict"  # the node's generation moved since the caller checked the fit
+    ALREADY_BOUND = "bound"  # the watch already saw the pod bound (to ``node``)
+
+
+@dataclass(slots=True, frozen=True)
+class AssumeResult:
+    status: AssumeStatus
+    generation: int = 0  # the node's generation: after the write, or the current one on conflict
+    node: str = ""  # where the pod is bound, for ALREADY_BOUND
+
+    @property
+    def ok(self) -> bool:
+        return self.status is AssumeStatus.ASSUMED
+
+
+@dataclass(slots=True, frozen=True)
+class Lease:
+    """A held leader lease: ``value`` is what renew/release compare against."""
+
+    holder: str
+    epoch: int
+    value: str
+
+
+@dataclass(slots=True, frozen=True)
+class LeaseAttempt:
+    lease: Lease | None
+    retry_ms: int  # how long the current holder's lease still runs (when not acquired)
+    holder: str = ""
+
+
+@dataclass(slots=True)
+class CatchUp:
+    """A replica's raw delta, decoded by ``extenders.cache``."""
+
+    generation: int
+    reload: bool = False
+    nodes: list[tuple[str, int, str, dict[str, bytes]]] | None = None  # (name, gen, rv, fields); {} = gone
+    pending: list[tuple[str, bytes | None]] | None = None
+    pdbs: list[tuple[str, bytes | None]] | None = None
+    podgroups: list[tuple[str, bytes | None]] | None = None
+
+    @property
+    def changed(self) -> bool:
+        return self.reload or self.nodes is not None
+
+
+def _pairs(flat: Sequence[Any]) -> list[tuple[str, Any]]:
+    return [(_text(flat[i]), flat[i + 1]) for i in range(0, len(flat), 2)]
+
+
+def _hash(flat: Sequence[Any]) -> dict[str, bytes]:
+    return {_text(flat[i]): flat[i + 1] for i in range(0, len(flat), 2)}
+
+
+def holder_replica(holder_value: str) -> str:
+    """The replica id inside a lease value ``replica#token|epoch``."""
+    return holder_value.rsplit("|", 1)[0].rsplit("#", 1)[0]
+
+
+class Store:
+    """Typed access to the snapshot keys; every method is one round trip unless it says otherwise."""
+
+    def __init__(self, redis: aredis.Redis, prefix: str = "extender") -> None:
+        self.redis = redis
+        self.prefix = prefix
+        prelude = _lua("prelude")
+        self._scripts: dict[str, AsyncScript] = {
+            name: redis.register_script(prelude + "\n" + _lua(name)) for name in _SCRIPTS
+        }
+        prefix_only = "local P = ARGV[1]\nlocal K_LEADER = P .. ':leader'\nlocal K_EPOCH = P .. ':epoch'\n"
+        for name in _LEASE_SCRIPTS:
+            self._scripts[name] = redis.register_script(prefix_only + _lua(name))
+
+    def key(self, *parts: str) -> str:
+        return ":".join((self.prefix, *parts))
+
+    def node_key(self, name: str) -> str:
+        return f"{self.prefix}:node:{name}"
+
+    async def _run(self, name: str, *args: Any) -> Any:
+        return await self._scripts[name](args=[self.prefix, *args])
+
+    # --- the watcher's writes (fenced) -------------------------------------------------------
+
+    async def apply(self, epoch: int, ops: Iterable[Op]) -> int:
+        """Apply a batch atomically as the leader of term ``epoch``; returns the cluster generation.
+
+        Raises FencedError (and writes nothing) when another term has started since.
+        """
+        args: list[Any] = [str(epoch)]
+        for op in ops:
+            args.extend((op.code, op.id, op.arg, op.payload))
+        try:
+            return int(await self._run("apply", *args))
+        except ResponseError as exc:
+            if str(exc).startswith("FENCED"):
+                raise FencedError(str(exc)) from exc
+            raise
+
+    async def add_pod(self, epoch: int, pod: PodInfo) -> int:
+        """The watch saw a pod: add it, or confirm it if assumed (also covers updates and moves)."""
+        return await self.apply(epoch, [Op.pod(pod)])
+
+    update_pod = add_pod
+
+    async def remove_pod(self, epoch: int, uid: str) -> int:
+        return await self.apply(epoch, [Op.delete_pod(uid)])
+
+    async def put_node(self, epoch: int, facts: NodeFacts) -> int:
+        return await self.apply(epoch, [Op.node(facts)])
+
+    async def remove_node(self, epoch: int, name: str) -> int:
+        return await self.apply(epoch, [Op.delete_node(name)])
+
+    async def mark_synced(self, epoch: int, marker: str) -> int:
+        return await self.apply(epoch, [Op.synced(marker)])
+
+    # --- any replica -------------------------------------------------------------------------
+
+    async def assume_pod(
+        self, pod: PodInfo, node: str, expected_node_generation: int | None = None, ttl: float = 60.0
+    ) -> AssumeResult:
+        """Reserve ``pod`` on ``node`` until the watch confirms it or ``ttl`` seconds pass.
+
+        With ``expected_node_generation`` this is a compare-and-set: nothing is written and
+        CONFLICT comes back when the node changed since the caller validated the fit. Assuming
+        again (same or another node) moves the reservation and renews the deadline.
+        """
+        rec = pod.to_record()
+        rec["node"] = node
+        rec["as"] = True
+        expected = "" if expected_node_generation is None else str(int(expected_node_generation))
+        reply = await self._run("assume", pod.uid, node, dumps(rec), expected, int(ttl * 1000))
+        status = AssumeStatus(_text(reply[0]))
+        if status is AssumeStatus.ALREADY_BOUND:
+            return AssumeResult(status, node=_text(reply[1]))
+        return AssumeResult(status, generation=int(reply[1]))
+
+    async def forget_pod(self, uid: str, node: str | None = None) -> bool:
+        """Drop an assumed pod (its bind failed); a pod the watch confirmed is left alone."""
+        return bool(await self._run("forget", uid, node or ""))
+
+    async def touch_assumed(self, uid: str, ttl: float) -> bool:
+        """Renew an assumed pod's deadline; False when it is no longer assumed."""
+        return bool(await self._run("touch_assumed", uid, int(ttl * 1000)))
+
+    async def expire_assumed(self, limit: int = 1000) -> list[str]:
+        """Remove assumed pods past their deadline (any replica may sweep); returns their uids."""
+        return [_text(u) for u in await self._run("expire", limit)]
+
+    async def refresh_node_if_newer(self, facts: NodeFacts) -> bool:
+        """Store node facts seen in a request if their resourceVersion is newer and they differ."""
+        return bool(await self._run("refresh_node", facts.name, facts.resource_version, node_payload(facts)))
+
+    async def compact(self, upto_generation: int) -> int:
+        """Drop tombstones up to a generation; returns the floor (replicas older than it reload)."""
+        return int(await self._run("compact", int(upto_generation)))
+
+    async def compact_older_than(self, keep_generations: int) -> int:
+        """Compact all but the last ``keep_generations`` generations' tombstones."""
+        gen = await self.generation()
+        return await self.compact(max(0, gen - keep_generations))
+
+    # --- the leader lease ----------------------------------------------------------------------
+
+    async def acquire_lease(self, holder: str, ttl: float) -> LeaseAttempt:
+        reply = await self._run("lease_acquire", holder, int(ttl * 1000))
+        epoch = int(reply[0])
+        if epoch:
+            return LeaseAttempt(Lease(holder, epoch, f"{holder}|{epoch}"), 0)
+        return LeaseAttempt(None, max(0, int(reply[1])), _text(reply[2]))
+
+    async def renew_lease(self, lease: Lease, ttl: float) -> bool:
+        return bool(await self._run("lease_renew", lease.value, int(ttl * 1000)))
+
+    async def release_lease(self, lease: Lease) -> bool:
+        return bool(await self._run("lease_release", lease.value))
+
+    async def leader(self) -> str | None:
+        """The replica id holding the lease, if any."""
+        value = await self.redis.get(self.key("leader"))
+        return holder_replica(_text(value)) if value else None
+
+    async def epoch(self) -> int:
+        return int(await self.redis.get(self.key("epoch")) or 0)
+
+    # --- reads ---------------------------------------------------------------------------------
+
+    async def generation(self) -> int:
+        return int(await self.redis.get(self.key("gen")) or 0)
+
+    async def synced(self) -> str | None:
+        value = await self.redis.get(self.key("synced"))
+        return _text(value) if value is not None else None
+
+    async def catch_up(self, since: int, max_items: int) -> CatchUp:
+        """Everything changed after generation ``since``, read atomically (one round trip)."""
+        reply = await self._run("catchup", int(since), int(max_items))
+        gen = int(reply[0])
+        if len(reply) == 1:
+            return CatchUp(gen)
+        if _text(reply[1]) == "reload":
+            return CatchUp(gen, reload=True)
+        nodes = [(_text(n[0]), int(n[1]), _text(n[2]) if n[2] else "", _hash(n[3])) for n in reply[2]]
+        return CatchUp(gen, False, nodes, _pairs(reply[3]), _pairs(reply[4]), _pairs(reply[5]))
+
+    async def node_index(self) -> tuple[int, dict[str, int]]:
+        """The cluster generation and every node's generation (tombstones included), read together."""
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.get(self.key("gen"))
+            pipe.zrange(self.key("nodes"), 0, -1, withscores=True)
+            gen, scored = await pipe.execute()
+        return int(gen or 0), {_text(n): int(s) for n, s in scored}
+
+    async def node_hashes(self, names: Sequence[str], batch: int = 256) -> dict[str, dict[str, bytes]]:
+        """Node hashes by name, pipelined in batches (one round trip per batch)."""
+        out: dict[str, dict[str, bytes]] = {}
+        for start in range(0, len(names), batch):
+            chunk = names[start : start + batch]
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for name in chunk:
+                    pipe.hgetall(self.node_key(name))
+                results = await pipe.execute()
+            for name, fields in zip(chunk, results, strict=True):
+                out[name] = {_text(k): v for k, v in fields.items()}
+        return out
+
+    async def hash_all(self, name: str) -> dict[str, bytes]:
+        """A whole record hash (``noderv``, ``pending``, ``pdb``, ``podgroup``), scanned in pages."""
+        out: dict[str, bytes] = {}
+        async for k, v in self.redis.hscan_iter(self.key(name), count=2000):
+            out[_text(k)] = v
+        return out
+
+    async def hash_keys(self, name: str) -> set[str]:
+        return {_text(k) for k in await self.redis.hkeys(self.key(name))}
+
+    async def placed_pods(self) -> dict[str, str]:
+        """uid -> node for every placed pod (bound or assumed)."""
+        return {k: _text(v) for k, v in (await self.hash_all("podloc")).items()}
+
+    async def assumed_pods(self) -> dict[str, int]:
+        """uid -> deadline (ms since the epoch, Redis clock) of every assumed pod."""
+        scored: list[Any] = await self.redis.zrange(self.key("assumed"), 0, -1, withscores=True)
+        return {_text(k): int(v) for k, v in scored}
+
+    async def node_generation(self, name: str) -> int:
+        score = await self.redis.zscore(self.key("nodes"), name)
+        return int(score or 0)
+
+    async def get_podgroup(self, namespace: str, name: str) -> PodGroupInfo | None:
+        key = f"{namespace}/{name}"
+        raw = await self.redis.hget(self.key("podgroup"), key)
+        return PodGroupInfo.from_record(key, orjson.loads(raw)) if raw else None
+
+    async def read_node(self, name: str) -> tuple[NodeFacts | None, dict[str, PodInfo]]:
+        """One node's stored facts and pods (for tests and tools; replicas use the cache)."""
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.hgetall(self.node_key(name))
+            pipe.hget(self.key("noderv"), name)
+            results: list[Any] = await pipe.execute()
+        fields: dict[bytes, bytes] = results[0]
+        rv: bytes | None = results[1]
+        return decode_node({_text(k): v for k, v in fields.items()}, rv.decode() if rv else "")
+
+
+def decode_node(fields: dict[str, bytes], rv: str) -> tuple[NodeFacts | None, dict[str, PodInfo]]:
+    """A node hash as (facts, pods by uid)."""
+    facts: NodeFacts | None = None
+    pods: dict[str, PodInfo] = {}
+    loads = orjson.loads
+    for key, raw in fields.items():
+        if key == NODE_FIELD:
+            facts = NodeFacts.from_record(loads(raw))
+            facts.resource_version = rv
+        elif not key.startswith("_"):
+            pods[key] = PodInfo.from_record(loads(raw))
+    return facts, pods

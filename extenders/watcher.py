@@ -1,0 +1,323 @@
+"""The leader's feed from the Kubernetes API into the Redis snapshot.
+
+Per resource (nodes, pods, PDBs and, when the CRD is served, PodGroups): list, write only
+what differs from the store (deleting what vanished), then watch from the list's
+resourceVersion with bookmarks. A 410 Gone (HTTP status or ERROR event) means a fresh
+relist; connection errors re-watch from the last applied resourceVersion after a backoff.
+Events that arrive together are written as one fenced batch, so the write rate follows
+Redis round trips rather than events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import orjson
+from redis.exceptions import RedisError
+
+from extenders.kube.client import PODGROUPS_PATH, GoneError, KubeApiError, KubeClient
+from extenders.model import DEFAULT_NAMESPACE, NodeFacts, PDBInfo, PodGroupInfo, PodInfo
+from extenders.quantity import QuantityError
+from extenders.store import FencedError, Op, Store
+
+log = logging.getLogger(__name__)
+
+
+def raise_if_cancelling() -> None:
+    """Re-raise a cancellation that a library swallowed (Python 3.11's wait_for can lose one in a race).
+
+    The task's pending-cancel count survives the loss, so each loop checks it: a deposed
+    leader's watcher must stop, not keep writing until its next fenced write.
+    """
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError()
+
+
+def _meta(obj: dict[str, Any]) -> dict[str, Any]:
+    meta: dict[str, Any] = obj.get("metadata") or {}
+    return meta
+
+
+def _ns_name(obj: dict[str, Any]) -> str:
+    meta = _meta(obj)
+    return f"{meta.get('namespace') or DEFAULT_NAMESPACE}/{meta.get('name') or ''}"
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """A watched collection: where it lives and how its objects become store writes."""
+
+    kind: str
+    path: str
+    upsert: Callable[[dict[str, Any]], Op]
+    delete: Callable[[dict[str, Any]], Op]
+    identity: Callable[[dict[str, Any]], str]
+    stored_hash: str  # the store hash whose keys are this resource's identities
+
+
+def _pod_uid(obj: dict[str, Any]) -> str:
+    return str(_meta(obj).get("uid") or "")
+
+
+def _node_name(obj: dict[str, Any]) -> str:
+    return str(_meta(obj).get("name") or "")
+
+
+NODES = Resource(
+    "nodes", "/api/v1/nodes",
+    lambda o: Op.node(NodeFacts.from_k8s(o)), lambda o: Op.delete_node(_node_name(o)), _node_name, "noderv",
+)
+PODS = Resource(
+    "pods", "/api/v1/pods",
+    lambda o: Op.pod(PodInfo.from_k8s(o)), lambda o: Op.delete_pod(_pod_uid(o)), _pod_uid, "podloc",
+)
+PDBS = Resource(
+    "poddisruptionbudgets", "/apis/policy/v1/poddisruptionbudgets",
+    lambda o: Op.pdb(PDBInfo.from_k8s(o)), lambda o: Op.delete_pdb(_ns_name(o)), _ns_name, "pdb",
+)
+PODGROUPS = Resource(
+    "podgroups", PODGROUPS_PATH,
+    lambda o: Op.podgroup(PodGroupInfo.from_k8s(o)), lambda o: Op.delete_podgroup(_ns_name(o)), _ns_name,
+    "podgroup",
+)
+_TRANSIENT = (httpx.HTTPError, KubeApiError, RedisError, OSError, ValueError)
+
+
+@dataclass(slots=True)
+class ResourceStats:
+    lists: int = 0
+    gone: int = 0
+    watches: int = 0
+    events: int = 0
+    batches: int = 0
+    errors: int = 0
+    resource_version: str = ""
+    last_error: str = ""
+
+
+@dataclass(slots=True)
+class WatcherStats:
+    resources: dict[str, ResourceStats] = field(default_factory=dict)
+    synced: bool = False
+
+    def of(self, kind: str) -> ResourceStats:
+        return self.resources.setdefault(kind, ResourceStats())
+
+
+class Watcher:
+    """Runs for one leadership term (``epoch``); every write is fenced by it."""
+
+    def __init__(
+        self,
+        kube: KubeClient,
+        store: Store,
+        epoch: int,
+        *,
+        batch_size: int = 500,
+        watch_timeout: int = 300,
+        backoff_initial: float = 0.2,
+        backoff_max: float = 10.0,
+        podgroup_recheck_seconds: float = 60.0,
+    ) -> None:
+        self.kube = kube
+        self.store = store
+        self.epoch = epoch
+        self.batch_size = batch_size
+        self.watch_timeout = watch_timeout
+        self.backoff_initial = backoff_initial
+        self.backoff_max = backoff_max
+        self.podgroup_recheck_seconds = podgroup_recheck_seconds
+        self.stats = WatcherStats()
+        self._listed: set[str] = set()
+        self._required: set[str] = set()
+
+    async def run(self) -> None:
+        """Feed the store until cancelled; raises FencedError when this term is over."""
+        podgroups = await self._retry(self.kube.has_podgroups)
+        resources = [NODES, PODS, PDBS] + ([PODGROUPS] if podgroups else [])
+        self._required = {r.kind for r in resources}
+        async with asyncio.TaskGroup() as group:
+            for resource in resources:
+                group.create_task(self._run_resource(resource), name=f"watch-{resource.kind}")
+            if not podgroups:
+                group.create_task(self._await_podgroups(), name="watch-podgroups-discovery")
+
+    async def _retry(self, call: Callable[[], Any]) -> Any:
+        failures = 0
+        while True:
+            try:
+                return await call()
+            except _TRANSIENT as exc:
+                raise_if_cancelling()
+                failures += 1
+                log.warning("kubernetes API call failed (%s); retrying", exc)
+                await asyncio.sleep(self._backoff(failures))
+
+    def _backoff(self, failures: int) -> float:
+        delay = min(self.backoff_max, self.backoff_initial * 2.0 ** (failures - 1))
+        return float(delay * (0.5 + random.random() / 2))
+
+    async def _await_podgroups(self) -> None:
+        """Start watching PodGroups if their CRD gets installed later."""
+        while True:
+            await asyncio.sleep(self.podgroup_recheck_seconds)
+            with contextlib.suppress(*_TRANSIENT):
+                if await self.kube.has_podgroups():
+                    log.info("PodGroup CRD found: watching podgroups")
+                    await self._run_resource(PODGROUPS)
+                    return
+
+    async def _run_resource(self, resource: Resource) -> None:
+        stats = self.stats.of(resource.kind)
+        failures = 0
+        rv = ""
+        while True:
+            raise_if_cancelling()
+            try:
+                if not rv:
+                    rv = await self._relist(resource)
+                    await self._listed_once(resource.kind)
+                rv = await self._watch(resource, rv)
+                failures = 0
+            except GoneError:
+                stats.gone += 1
+                log.info("%s: resourceVersion %s expired (410); relisting", resource.kind, rv)
+                rv = ""
+            except FencedError:
+                raise
+            except _TRANSIENT as exc:
+                failures += 1
+                stats.errors += 1
+                stats.last_error = repr(exc)
+                rv = stats.resource_version  # the last one actually written; "" forces a relist
+                delay = self._backoff(failures)
+                log.warning("%s: %s; retrying in %.1fs", resource.kind, exc, delay)
+                await asyncio.sleep(delay)
+
+    async def _listed_once(self, kind: str) -> None:
+        if kind in self._listed:
+            return
+        self._listed.add(kind)
+        if not self.stats.synced and self._required <= self._listed:
+            marker = orjson.dumps({"epoch": self.epoch, "at": time.time()}).decode()
+            await self.store.mark_synced(self.epoch, marker)
+            self.stats.synced = True
+            log.info("initial list of %s written: store synced", ", ".join(sorted(self._required)))
+
+    def _upsert(self, resource: Resource, obj: dict[str, Any]) -> Op | None:
+        try:
+            return resource.upsert(obj)
+        except (QuantityError, ValueError, TypeError, KeyError) as exc:
+            log.warning("%s %s skipped: %s", resource.kind, resource.identity(obj), exc)
+            return None
+
+    async def _relist(self, resource: Resource) -> str:
+        """List everything and write only the difference; returns the list's resourceVersion."""
+        stats = self.stats.of(resource.kind)
+        started = time.perf_counter()
+        listing = await self.kube.list(resource.path)
+        stats.lists += 1
+        listed: set[str] = set()
+        ops: list[Op] = []
+        for obj in listing.items:
+            listed.add(resource.identity(obj))
+            op = self._upsert(resource, obj)
+            if op is not None:
+                ops.append(op)
+        stored = await self.store.hash_keys(resource.stored_hash)
+        if resource is PODS:
+            stored |= await self.store.hash_keys("pending")
+            ops.extend(Op.delete_pod_unless_assumed(uid) for uid in stored - listed)
+        else:
+            ops.extend(resource.delete({"metadata": self._identity_meta(resource, key)}) for key in stored - listed)
+        for start in range(0, len(ops), self.batch_size):
+            raise_if_cancelling()
+            await self.store.apply(self.epoch, ops[start : start + self.batch_size])
+        stats.resource_version = listing.resource_version
+        log.info(
+            "%s: listed %d, %d stored vanished, in %.2fs (rv %s)",
+            resource.kind, len(listing.items), len(stored - listed), time.perf_counter() - started,
+            listing.resource_version,
+        )
+        return listing.resource_version
+
+    @staticmethod
+    def _identity_meta(resource: Resource, key: str) -> dict[str, str]:
+        if resource is NODES:
+            return {"name": key}
+        namespace, _, name = key.partition("/")
+        return {"namespace": namespace, "name": name}
+
+    async def _watch(self, resource: Resource, rv: str) -> str:
+        """Apply events until the server ends the stream; returns the last resourceVersion written."""
+        stats = self.stats.of(resource.kind)
+        stats.watches += 1
+        queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue(maxsize=10 * self.batch_size)
+
+        async def read() -> None:
+            try:
+                async for event in self.kube.watch(resource.path, rv, self.watch_timeout):
+                    await queue.put(event)
+            finally:
+                with contextlib.suppress(asyncio.QueueFull):
+                    queue.put_nowait(None)
+
+        reader = asyncio.create_task(read(), name=f"watch-read-{resource.kind}")
+        try:
+            while True:
+                raise_if_cancelling()
+                if queue.empty() and reader.done():
+                    break  # ended while the queue was full, so its end marker was dropped
+                event = await queue.get()
+                if event is None:
+                    break
+                batch = [event]
+                ended = False
+                while len(batch) < self.batch_size and not queue.empty():
+                    more = queue.get_nowait()
+                    if more is None:
+                        ended = True
+                        break
+                    batch.append(more)
+                await self._apply_events(resource, batch)
+                if ended:
+                    break
+            await asyncio.wait([reader])
+            reader.result()  # re-raises GoneError / connection errors from the stream
+        finally:
+            if not reader.done():
+                reader.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await reader
+        return stats.resource_version
+
+    async def _apply_events(self, resource: Resource, events: list[dict[str, Any]]) -> None:
+        stats = self.stats.of(resource.kind)
+        ops: list[Op] = []
+        rv = stats.resource_version
+        for event in events:
+            obj = event.get("object") or {}
+            kind = event.get("type")
+            if kind in ("ADDED", "MODIFIED"):
+                op = self._upsert(resource, obj)
+                if op is not None:
+                    ops.append(op)
+            elif kind == "DELETED":
+                ops.append(resource.delete(obj))
+            elif kind != "BOOKMARK":
+                log.warning("%s: unexpected watch event type %r", resource.kind, kind)
+            rv = str(_meta(obj).get("resourceVersion") or rv)
+        if ops:
+            await self.store.apply(self.epoch, ops)
+        stats.events += len(events)
+        stats.batches += 1
+        stats.resource_version = rv

@@ -1,0 +1,296 @@
+"""The gang Lua scripts against a real Redis: quorum, window, leases, admission, clean-up."""
+
+from __future__ import annotations
+
+import asyncio
+
+import orjson
+import pytest
+import redis.asyncio as aredis
+
+from extenders.gang.config import GangConfig
+from extenders.gang.state import ArriveResult, ArriveStatus, FilterStatus, GangStore
+from extenders.model import PodInfo
+from extenders.store import Store
+from tests.gang_support import gpu_node, member, seed
+
+
+def pods(gang: str, n: int, minimum: int) -> list[PodInfo]:
+    return [PodInfo.from_k8s(member(f"{gang}-{i}", gang, minimum)) for i in range(n)]
+
+
+@pytest.fixture
+def store(redis_async: aredis.Redis, redis_prefix: str) -> Store:
+    return Store(redis_async, redis_prefix)
+
+
+def gangs(store: Store, **overrides: float) -> GangStore:
+    settings: dict[str, float] = {"window_seconds": 5.0, "cooldown_seconds": 5.0, "arrival_lease_seconds": 5.0}
+    settings.update(overrides)
+    return GangStore(store.redis, store.prefix, GangConfig(poll_interval_seconds=0.05, **settings))  # type: ignore[arg-type]
+
+
+async def arrive(
+    g: GangStore, pod: PodInfo, node: str, minimum: int, *, token: str = "t", expected: int | None = None,
+    bound: list[str] | None = None, score: int = 1000, window: float = 5.0,
+) -> ArriveResult:
+    gang = f"default/{pod.labels['scheduling.x-k8s.io/pod-group']}"
+    return await g.arrive(
+        gang, pod, node, expected, token=token, replica="r1", window_seconds=window, minimum=minimum,
+        score=score, placed_uids=bound or [],
+    )
+
+
+async def test_quorum_reserves_each_member_and_permits_on_the_last(store: Store) -> None:
+    await seed(store, [gpu_node("n1"), gpu_node("n2")])
+    g = gangs(store)
+    members = pods("a", 3, 3)
+    first = await arrive(g, members[0], "n1", 3)
+    second = await arrive(g, members[1], "n2", 3)
+    assert (first.status, first.held) == (ArriveStatus.WAIT, 1)
+    assert (second.status, second.held) == (ArriveStatus.WAIT, 2)
+    assert 4000 < second.ms_left <= 5000
+    polled = await g.poll("default/a", [(members[0].uid, "t")])
+    assert polled.state == "" and polled.mine == [True]
+    last = await arrive(g, members[2], "n1", 3)
+    assert last.status is ArriveStatus.PERMITTED
+    polled = await g.poll("default/a", [(members[0].uid, "t"), (members[1].uid, "t")])
+    assert polled.state == "permitted" and polled.mine == [True, True]
+    placed = await store.placed_pods()
+    assert placed == {members[0].uid: "n1", members[1].uid: "n2", members[2].uid: "n1"}
+    assert set(await store.assumed_pods()) == {m.uid for m in members}
+
+
+async def test_gang_reservation_is_the_same_record_plain_assume_writes(store: Store) -> None:
+    await seed(store, [gpu_node("n1")])
+    g = gangs(store)
+    pod = pods("a", 1, 2)[0]
+    await arrive(g, pod, "n1", 2)
+    via_gang = await store.redis.hget(store.node_key("n1"), pod.uid)
+    await store.forget_pod(pod.uid)
+    await store.assume_pod(pod, "n1")
+    via_store = await store.redis.hget(store.node_key("n1"), pod.uid)
+    assert via_gang is not None and via_store is not None
+    assert orjson.loads(via_gang) == orjson.loads(via_store)
+
+
+async def test_members_still_placed_count_toward_the_quorum(store: Store) -> None:
+    running = [member(f"a-run-{i}", "a", 3) for i in range(2)]
+    for p in running:
+        p["spec"]["nodeName"] = "n1"
+    await seed(store, [gpu_node("n1")], running)
+    g = gangs(store)
+    pod = pods("a", 1, 3)[0]
+    # A stale snapshot may name a member that is gone by now: only what Redis still places counts.
+    first = await arrive(g, pod, "n1", 3, bound=[running[0]["metadata"]["uid"], "deleted-meanwhile"])
+    assert (first.status, first.held, first.bound) == (ArriveStatus.WAIT, 1, 1)
+    uids = [p["metadata"]["uid"] for p in running]
+    again = await arrive(g, pod, "n1", 3, bound=uids)
+    assert (again.status, again.held, again.bound) == (ArriveStatus.PERMITTED, 1, 2)
+
+
+async def test_a_permitted_gang_whose_pods_are_gone_assembles_again(store: Store) -> None:
+    await seed(store, [gpu_node("n1")])
+    g = gangs(store)
+    old = pods("a", 2, 2)
+    for m in old:
+        await arrive(g, m, "n1", 2)
+    await g.done_many("default/a", [(m.uid, "t", True) for m in old])
+    late = PodInfo.from_k8s(member("a-late", "a", 2))
+    # The gang runs: a late or replacement member binds at once.
+    result = await arrive(g, late, "n1", 2, bound=[m.uid for m in old])
+    assert result.status is ArriveStatus.PERMITTED
+    await g.done("default/a", late.uid, "t", bound=False)
+    # The job is deleted and recreated under the same name: its first new pod must wait for the rest.
+    for m in old:
+        await store.forget_pod(m.uid)
+    fresh = pods("a", 2, 2)
+    fresh[0].uid, fresh[1].uid = "new-0", "new-1"
+    assert (await arrive(g, fresh[0], "n1", 2)).status is ArriveStatus.WAIT
+    assert (await arrive(g, fresh[1], "n1", 2)).status is ArriveStatus.PERMITTED
+
+
+async def test_stale_node_generation_conflicts_and_records_nothing(store: Store) -> None:
+    await seed(store, [gpu_node("n1")])
+    g = gangs(store)
+    pod = pods("a", 1, 2)[0]
+    current = await store.node_generation("n1")
+    result = await arrive(g, pod, "n1", 2, expected=current - 1)
+    assert result.status is ArriveStatus.CONFLICT and result.generation == current
+    assert await store.placed_pods() == {}
+    _, records = await g.read(["default/a"])
+    assert records[0].arrivals == {}
+    ok = await arrive(g, pod, "n1", 2, expected=current)
+    assert ok.status is ArriveStatus.WAIT
+
+
+async def test_window_close_rejects_releases_and_cools_down(store: Store) -> None:
+    await seed(store, [gpu_node("n1")])
+    g = gangs(store, cooldown_seconds=0.4)
+    members = pods("a", 2, 3)
+    gen_before = await store.generation()
+    for m in members:
+        assert (await arrive(g, m, "n1", 3, window=0.2)).status is ArriveStatus.WAIT
+    assert len(await store.placed_pods()) == 2
+    await asyncio.sleep(0.3)
+    polled = await g.poll("default/a", [(members[0].uid, "t")])
+    assert polled.state == "rejected"
+    assert "only 2 of the 3 required members" in polled.why and "default/a" in polled.why
+    assert await store.placed_pods() == {} and await store.assumed_pods() == {}
+    assert await store.generation() > gen_before  # replicas see the capacity come back
+    cooling = await g.filter("default/a", True, 1000, 3)
+    assert cooling.status is FilterStatus.COOLING and 0 < cooling.ms_left <= 400
+    retry = await arrive(g, members[0], "n1", 3)
+    assert retry.status is ArriveStatus.REJECTED
+    await asyncio.sleep(0.45)
+    assert (await g.filter("default/a", True, 1000, 3)).status is FilterStatus.ADMITTED
+
+
+async def test_lapsed_arrivals_are_dropped_with_their_reservations(store: Store) -> None:
+    await seed(store, [gpu_node("n1")])
+    g = gangs(store, arrival_lease_seconds=0.2)
+    members = pods("a", 3, 3)
+    await arrive(g, members[0], "n1", 3, token="dead")
+    await arrive(g, members[1], "n1", 3, token="alive")
+    for _ in range(4):  # the live call keeps refreshing; the dead replica's never does
+        await asyncio.sleep(0.08)
+        await g.poll("default/a", [(members[1].uid, "alive")])
+    polled = await g.poll("default/a", [(members[0].uid, "dead"), (members[1].uid, "alive")])
+    assert polled.mine == [False, True]
+    assert await store.placed_pods() == {members[1].uid: "n1"}
+    # A retried member still completes the gang once enough are there again.
+    assert (await arrive(g, members[0], "n1", 3)).status is ArriveStatus.WAIT
+    assert (await arrive(g, members[2], "n1", 3)).status is ArriveStatus.PERMITTED
+
+
+async def test_all_arrivals_lapsing_leaves_nothing_reserved(store: Store) -> None:
+    await seed(store, [gpu_node("n1")])
+    g = gangs(store, arrival_lease_seconds=0.15)
+    for m in pods("a", 2, 3):
+        await arrive(g, m, "n1", 3)
+    await asyncio.sleep(0.25)
+    assert await g.sweep() == []
+    assert await store.placed_pods() == {}
+    _, records = await g.read(["default/a"])
+    assert records[0].arrivals == {} and "deadline" not in records[0].fields
+
+
+async def test_newer_call_for_the_same_pod_supersedes_the_old_one(store: Store) -> None:
+    await seed(store, [gpu_node("n1"), gpu_node("n2")])
+    g = gangs(store)
+    pod = pods("a", 1, 2)[0]
+    await arrive(g, pod, "n1", 2, token="old")
+    await arrive(g, pod, "n2", 2, token="new")
+    polled = await g.poll("default/a", [(pod.uid, "old"), (pod.uid, "new")])
+    assert polled.mine == [False, True]
+    assert await store.placed_pods() == {pod.uid: "n2"}
+    assert not await g.done("default/a", pod.uid, "old", bound=False)  # the old call cannot undo the new
+    assert await store.placed_pods() == {pod.uid: "n2"}
+
+
+async def test_done_marks_bound_or_withdraws(store: Store) -> None:
+    await seed(store, [gpu_node("n1")])
+    g = gangs(store)
+    a, b = pods("a", 2, 2)
+    await arrive(g, a, "n1", 2)
+    assert await g.done("default/a", a.uid, "t", bound=False)
+    assert await store.placed_pods() == {}
+    await arrive(g, a, "n1", 2)
+    assert (await arrive(g, b, "n1", 2)).status is ArriveStatus.PERMITTED
+    assert await g.done("default/a", a.uid, "t", bound=True)
+    _, records = await g.read(["default/a"])
+    assert records[0].arrivals[a.uid]["st"] == "b"
+    assert records[0].fields["state"] == "permitted"
+
+
+async def test_admission_is_first_come_by_creation_and_bounded(store: Store) -> None:
+    await seed(store, [gpu_node("n1")])
+    g = gangs(store)
+    assert (await g.filter("default/b", True, 50, 2)).status is FilterStatus.ADMITTED
+    queued = await g.filter("default/a", True, 10, 2)  # older, but b got the only slot first
+    assert queued.status is FilterStatus.QUEUED and queued.position == 1 and queued.assembling == ("default/b",)
+    c = await g.filter("default/c", True, 5, 2)  # oldest of all: goes ahead of a in the queue
+    assert c.status is FilterStatus.QUEUED and c.position == 1
+    assert (await g.filter("default/a", True, 10, 2)).position == 2
+    # a's member tries to bind anyway: not admitted, nothing reserved
+    pod = PodInfo.from_k8s(member("a-0", "a", 2))
+    result = await arrive(g, pod, "n1", 2, score=10)
+    assert result.status is ArriveStatus.NOT_ADMITTED and await store.placed_pods() == {}
+    # b completes: it leaves the assembling set and the head of the queue gets the slot
+    b0, b1 = pods("b", 2, 2)
+    await arrive(g, b0, "n1", 2, score=50)
+    assert (await arrive(g, b1, "n1", 2, score=50)).status is ArriveStatus.PERMITTED
+    assert (await g.filter("default/a", True, 10, 2)).status is FilterStatus.QUEUED
+    assert (await g.filter("default/c", True, 5, 2)).status is FilterStatus.ADMITTED
+    assert (await g.filter("default/b", True, 50, 2)).status is FilterStatus.PERMITTED
+
+
+async def test_unready_gang_gives_up_its_place(store: Store) -> None:
+    await seed(store, [gpu_node("n1")])
+    g = gangs(store)
+    assert (await g.filter("default/a", True, 10, 2)).status is FilterStatus.ADMITTED
+    assert (await g.filter("default/a", False, 10, 2)).status is FilterStatus.UNREADY
+    assert (await g.filter("default/b", True, 50, 2)).status is FilterStatus.ADMITTED
+
+
+async def test_idle_queue_entries_and_admissions_lapse(store: Store) -> None:
+    g = gangs(store, queue_idle_seconds=0.15)
+    assert (await g.filter("default/a", True, 10, 2)).status is FilterStatus.ADMITTED
+    assert (await g.filter("default/b", True, 50, 2)).status is FilterStatus.QUEUED
+    await asyncio.sleep(0.2)
+    # a was admitted but nobody came back for it: b takes the slot
+    assert (await g.filter("default/b", True, 50, 2)).status is FilterStatus.ADMITTED
+
+
+async def test_sweep_deletes_idle_gangs(store: Store) -> None:
+    await seed(store, [gpu_node("n1")])
+    g = gangs(store, idle_seconds=0.2)
+    a0, a1 = pods("a", 2, 2)
+    await arrive(g, a0, "n1", 2)
+    await arrive(g, a1, "n1", 2)
+    await g.done("default/a", a0.uid, "t", bound=True)
+    await g.done("default/a", a1.uid, "t", bound=True)
+    await g.filter("default/q", True, 10, 2)
+    assert await g.sweep() == []
+    await asyncio.sleep(0.25)
+    assert sorted(await g.sweep()) == ["default/a", "default/q"]
+    _, records = await g.read()
+    assert records == []
+    leftovers = [k async for k in store.redis.scan_iter(f"{store.prefix}:gang*")]
+    assert leftovers == []
+
+
+async def test_sweep_closes_windows_nobody_polls_and_visits_only_active_gangs(store: Store) -> None:
+    await seed(store, [gpu_node("n1")])
+    g = gangs(store, max_assembling=2)
+    members = pods("a", 2, 3)
+    for m in members:
+        await arrive(g, m, "n1", 3, window=0.15)
+    done_gang = pods("b", 2, 2)
+    assert [(await arrive(g, m, "n1", 2)).status for m in done_gang] == [ArriveStatus.WAIT, ArriveStatus.PERMITTED]
+    assert await g.done_many("default/b", [(m.uid, "t", True) for m in done_gang]) == [True, True]
+    raw = await store.redis.smembers(f"{store.prefix}:gangactive")
+    active = {k.decode() if isinstance(k, bytes) else k for k in raw}
+    assert active == {"default/a"}  # b is bound: no lease left to watch
+    await asyncio.sleep(0.2)
+    await g.sweep()
+    _, records = await g.read(["default/a"])
+    assert records[0].fields["state"] == "rejected" and records[0].arrivals == {}
+    assert set(await store.placed_pods()) == {m.uid for m in done_gang}
+    assert await store.redis.smembers(f"{store.prefix}:gangactive") == set()
+
+
+async def test_a_slow_bind_after_the_permit_keeps_its_reservation(store: Store) -> None:
+    await seed(store, [gpu_node("n1")])
+    g = gangs(store, arrival_lease_seconds=0.15)
+    members = pods("a", 2, 2)
+    await arrive(g, members[0], "n1", 2)
+    assert (await arrive(g, members[1], "n1", 2)).status is ArriveStatus.PERMITTED
+    await asyncio.sleep(0.25)  # longer than the lease: the API server is slow to take the Bindings
+    await g.sweep()
+    polled = await g.poll("default/a", [(m.uid, "t") for m in members])
+    assert polled.state == "permitted" and polled.mine == [True, True]
+    assert set(await store.placed_pods()) == {m.uid for m in members}
+    deadlines = await store.assumed_pods()
+    assert await g.done_many("default/a", [(m.uid, "t", True) for m in members]) == [True, True]
+    assert all(v > deadlines[k] for k, v in (await store.assumed_pods()).items())  # now waiting for the watch

@@ -1,0 +1,139 @@
+"""The snapshot summary equals a fresh walk after every kind of change, and is never served stale."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from extenders import engine
+from extenders.model import NodeFacts, NodeInfo, PodInfo, label_key
+from extenders.policy import default_policy
+from extenders.predicates import cluster_summary
+from extenders.predicates.cluster_summary import ClusterSummary, summary_for
+from extenders.snapshot import Snapshot
+from tests.gen_cluster import make_node, make_pod, make_snapshot
+
+IMAGES = ("img-a", "img-b", "img-c")
+ANTI: dict[str, Any] = {
+    "podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "a"}}, "topologyKey": "kubernetes.io/hostname"}
+        ]
+    }
+}
+
+
+def _pod(rng: random.Random, uid: str) -> PodInfo:
+    return PodInfo(
+        namespace=rng.choice(("ns1", "ns2")),
+        name=uid,
+        uid=uid,
+        labels={"app": rng.choice(("a", "b", "c"))},
+        affinity=ANTI if rng.random() < 0.2 else {},
+    )
+
+
+def _facts(rng: random.Random, name: str) -> NodeFacts:
+    return NodeFacts(name=name, images={i: 1 for i in IMAGES if rng.random() < 0.5})
+
+
+def _node(rng: random.Random, name: str, serial: list[int]) -> NodeInfo:
+    pods = []
+    for _ in range(rng.randrange(4)):
+        serial[0] += 1
+        pods.append(_pod(rng, f"p{serial[0]}"))
+    return NodeInfo.build(name, _facts(rng, name) if rng.random() < 0.9 else None, pods)
+
+
+def _expected(snapshot: Snapshot) -> dict[str, Any]:
+    infos = list(snapshot.nodes.values())
+    return {
+        "total": sum(i.node is not None for i in infos),
+        "images": {img: sum(1 for i in infos if i.node is not None and img in i.node.images) for img in IMAGES},
+        "anti": {i.name for i in infos if i.pods_with_required_anti_affinity},
+        "affinity": {i.name for i in infos if i.pods_with_affinity},
+        "labels": {
+            (ns, app): {i.name for i in infos if label_key(ns, "app", app) in i.pods_by_label}
+            for ns in ("ns1", "ns2")
+            for app in ("a", "b", "c")
+        },
+    }
+
+
+def _observed(summary: ClusterSummary) -> dict[str, Any]:
+    return {
+        "total": summary.total,
+        "images": {img: summary.image_nodes(img) for img in IMAGES},
+        "anti": set(summary.names_with_anti_affinity_pods()),
+        "affinity": set(summary.names_with_affinity_pods()),
+        "labels": {
+            (ns, app): set(summary.names_with_label(label_key(ns, "app", app)))
+            for ns in ("ns1", "ns2")
+            for app in ("a", "b", "c")
+        },
+    }
+
+
+def test_summary_matches_a_walk_through_random_changes() -> None:
+    rng = random.Random(3)
+    serial = [0]
+    nodes = {f"n{i}": _node(rng, f"n{i}", serial) for i in range(30)}
+    snapshot = Snapshot(nodes=nodes)
+    derived = 0
+    for step in range(300):
+        summary = summary_for(snapshot)
+        assert _observed(summary) == _expected(snapshot), step
+        roll = rng.random()
+        name = rng.choice(sorted(snapshot.nodes))
+        info = snapshot.nodes[name]
+        if roll < 0.3:  # in place, as tests and preemption's work copies do
+            serial[0] += 1
+            info.add_pod(_pod(rng, f"p{serial[0]}"))
+        elif roll < 0.45 and info.pods:
+            info.remove_pod(rng.choice(sorted(info.pods)))
+        elif roll < 0.7:  # a new snapshot sharing the other nodes, as SnapshotCache builds it
+            fresh = dict(snapshot.nodes)
+            fresh[name] = NodeInfo.build(name, _facts(rng, name), list(info.pods.values()))
+            snapshot = Snapshot(nodes=fresh)
+            derived += 1
+        elif roll < 0.8:  # node facts replaced in place
+            info.node = _facts(rng, name)
+        elif roll < 0.9:  # a node added or removed
+            fresh = dict(snapshot.nodes)
+            if rng.random() < 0.5 and len(fresh) > 5:
+                del fresh[name]
+            else:
+                fresh[f"extra{step}"] = _node(rng, f"extra{step}", serial)
+            snapshot = Snapshot(nodes=fresh)
+    assert derived > 30
+
+
+def test_unchanged_table_reuses_the_summary_and_a_change_does_not() -> None:
+    rng = random.Random(4)
+    serial = [0]
+    snapshot = Snapshot(nodes={f"n{i}": _node(rng, f"n{i}", serial) for i in range(10)})
+    first = summary_for(snapshot)
+    assert summary_for(Snapshot(nodes=dict(snapshot.nodes))) is first  # same NodeInfo objects
+    snapshot.nodes["n0"].add_pod(_pod(rng, "late"))
+    assert summary_for(snapshot) is not first
+
+
+def test_many_changes_start_over_and_stay_right(monkeypatch: Any) -> None:
+    monkeypatch.setattr(cluster_summary, "_PATCH_LIMIT", 2)
+    rng = random.Random(5)
+    serial = [0]
+    snapshot = Snapshot(nodes={f"n{i}": _node(rng, f"n{i}", serial) for i in range(10)})
+    _observed(summary_for(snapshot))
+    rebuilt = Snapshot(nodes={name: _node(rng, name, serial) for name in snapshot.nodes})
+    assert _observed(summary_for(rebuilt)) == _expected(rebuilt)
+
+
+def test_engine_never_serves_a_stale_summary() -> None:
+    """Filter, then give a node a pod whose anti-affinity repels the incoming pod, in place."""
+    policy = default_policy()
+    snapshot = make_snapshot(make_node("n1"), make_node("n2"))
+    incoming = make_pod("in", labels={"app": "a"})
+    assert engine.filter_nodes(policy, incoming, snapshot, ["n1", "n2"]).passing == ["n1", "n2"]
+    snapshot.nodes["n2"].add_pod(make_pod("guard", spec={"affinity": ANTI}, node_name="n2"))
+    result = engine.filter_nodes(policy, incoming, snapshot, ["n1", "n2"])
+    assert result.passing == ["n1"] and "n2" in result.failed

@@ -1,0 +1,137 @@
+"""Gang membership from labels, PodGroups and annotations; the member index; the capacity check."""
+
+from __future__ import annotations
+
+import pytest
+
+from extenders.gang.config import GangConfig, parse_label_pairs
+from extenders.gang.filter import capacity_shortfall, needed_requests
+from extenders.gang.membership import GangIndex, gang_of, gang_of_for, gang_ref
+from extenders.model import NodeFacts, NodeInfo, PodGroupInfo, PodInfo
+from extenders.snapshot import Snapshot
+from tests.fake_kube.client import make_pod
+from tests.gang_support import GPU, gpu_node, member
+
+
+def pod(labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None, ns: str = "team") -> PodInfo:
+    return PodInfo.from_k8s(make_pod("p", namespace=ns, labels=labels, annotations=annotations))
+
+
+def test_scheduler_plugins_label_takes_min_from_the_podgroup_first() -> None:
+    p = pod({"scheduling.x-k8s.io/pod-group": "train"}, {"scheduling.x-k8s.io/min-available": "3"})
+    groups = {"team/train": PodGroupInfo("team", "train", 5, "2024-01-01T00:00:00Z", 40)}
+    ref = gang_ref(p, groups)
+    assert ref is not None and (ref.key, ref.min_member, ref.window_seconds) == ("team/train", 5, 40.0)
+    assert gang_of(p, groups) == ("team/train", 5)
+    assert gang_of(p) == ("team/train", 3)  # no PodGroup: the annotation
+
+
+def test_scheduler_plugins_label_without_any_minimum_is_a_gang_with_an_error() -> None:
+    ref = gang_ref(pod({"scheduling.x-k8s.io/pod-group": "train"}))
+    assert ref is not None and ref.min_member is None and ref.is_gang
+    assert "no PodGroup team/train" in ref.error and "scheduling.x-k8s.io/min-available" in ref.error
+    assert gang_of(pod({"scheduling.x-k8s.io/pod-group": "train"})) is None
+
+
+@pytest.mark.parametrize(
+    ("labels", "expected"),
+    [
+        ({"pod-group.scheduling.sigs.k8s.io/name": "g", "pod-group.scheduling.sigs.k8s.io/min-available": "4"}, 4),
+        ({"gang.unicore.mcyou.cn/name": "g", "gang.unicore.mcyou.cn/available-count": "6"}, 6),
+    ],
+)
+def test_older_and_unicore_label_pairs(labels: dict[str, str], expected: int) -> None:
+    assert gang_of(pod(labels)) == ("team/g", expected)
+
+
+def test_bad_minimum_and_gangs_of_one() -> None:
+    bad = gang_ref(pod({"gang.unicore.mcyou.cn/name": "g", "gang.unicore.mcyou.cn/available-count": "x"}))
+    assert bad is not None and bad.min_member is None and "'x' is not a positive integer" in bad.error
+    one = gang_ref(pod({"gang.unicore.mcyou.cn/name": "g", "gang.unicore.mcyou.cn/available-count": "1"}))
+    assert one is not None and not one.is_gang
+    assert gang_ref(pod({"app": "web"})) is None
+
+
+def test_gangs_are_per_namespace_and_keys_configurable() -> None:
+    config = GangConfig(labels=parse_label_pairs("example.com/job=example.com/quorum"))
+    a = pod({"example.com/job": "j"}, {"example.com/quorum": "2"}, ns="a")
+    b = pod({"example.com/job": "j"}, {"example.com/quorum": "2"}, ns="b")
+    assert gang_of(a, config=config) == ("a/j", 2) and gang_of(b, config=config) == ("b/j", 2)
+    unicore = pod({"gang.unicore.mcyou.cn/name": "g", "gang.unicore.mcyou.cn/available-count": "2"})
+    assert gang_of(unicore, config=config) is None
+    with pytest.raises(ValueError):
+        parse_label_pairs("no-equals-sign")
+
+
+def _snapshot(nodes: list[NodeInfo], pending: list[PodInfo]) -> Snapshot:
+    return Snapshot(nodes={n.name: n for n in nodes}, pending={p.uid: p for p in pending})
+
+
+def test_index_counts_pending_held_bound_and_skips_terminating() -> None:
+    facts = NodeFacts.from_k8s(gpu_node("n1"))
+    bound = PodInfo.from_k8s(member("g-0", "g", 4))
+    held = PodInfo.from_k8s(member("g-1", "g", 4))
+    held.assumed = True
+    leaving = PodInfo.from_k8s(member("g-2", "g", 4))
+    leaving.deletion_timestamp = "2024-01-01T00:00:00Z"
+    waiting = PodInfo.from_k8s(member("g-3", "g", 4))
+    other = PodInfo.from_k8s(member("x", None))
+    node = NodeInfo.build("n1", facts, [bound, held, leaving, other])
+    snap = _snapshot([node], [waiting, held])  # an assumed pod is still pending in the API
+    members = GangIndex(snap).members("default/g")
+    assert [p.name for p in members.bound] == ["g-0"]
+    assert [p.name for p in members.held] == ["g-1"]
+    assert [p.name for p in members.pending] == ["g-3"]
+    assert members.count == 3 and members.placed == 2 and members.bound_uids() == [bound.uid]
+    assert gang_of_for(snap)(waiting) == ("default/g", 4)
+
+
+def test_needed_requests_is_a_lower_bound_over_the_smallest_members() -> None:
+    small = PodInfo.from_k8s(member("a", "g", 2, gpus=1))
+    big = PodInfo.from_k8s(member("b", "g", 2, gpus=4))
+    assert needed_requests([big, small], 1)[GPU] == 1
+    assert needed_requests([big, small], 2)[GPU] == 5
+    assert needed_requests([big, small], 2)["pods"] == 2
+
+
+def test_capacity_shortfall_counts_only_feasible_nodes_and_what_is_already_placed() -> None:
+    n1 = NodeInfo.build("n1", NodeFacts.from_k8s(gpu_node("n1", gpus=4)), [])
+    n2 = NodeInfo.build("n2", NodeFacts.from_k8s(gpu_node("n2", gpus=4)), [])
+    pending = [PodInfo.from_k8s(member(f"g-{i}", "g", 6)) for i in range(6)]
+    snap = _snapshot([n1, n2], pending)
+    members = GangIndex(snap).members("default/g")
+    assert capacity_shortfall("default/g", members, 6, snap, ["n1", "n2"]) == ""
+    reason = capacity_shortfall("default/g", members, 6, snap, ["n1"])
+    assert "gang default/g cannot fit" in reason and f"{GPU} 6 (free 4)" in reason and "1 node(s)" in reason
+    # Two members already hold reservations on n1: only four more are needed, and n1 has 2 left.
+    held = [PodInfo.from_k8s(member(f"h-{i}", "g", 6)) for i in range(2)]
+    for h in held:
+        h.assumed = True
+    n1_busy = NodeInfo.build("n1", n1.node, held)
+    snap2 = _snapshot([n1_busy, n2], pending[:4])
+    members2 = GangIndex(snap2).members("default/g")
+    assert capacity_shortfall("default/g", members2, 6, snap2, ["n1", "n2"]) == ""
+    assert "4 more member(s)" in capacity_shortfall("default/g", members2, 6, snap2, ["n1"])
+
+
+def test_index_cache_reuses_unchanged_nodes_and_sees_changed_ones() -> None:
+    from extenders.gang.membership import GangIndexCache
+
+    facts = NodeFacts.from_k8s(gpu_node("n1"))
+    a = PodInfo.from_k8s(member("g-0", "g", 3))
+    b = PodInfo.from_k8s(member("g-1", "g", 3))
+    c = PodInfo.from_k8s(member("g-2", "g", 3))
+    n1 = NodeInfo.build("n1", facts, [a])
+    n2 = NodeInfo.build("n2", NodeFacts.from_k8s(gpu_node("n2")), [])
+    cache = GangIndexCache()
+    first = cache.get(_snapshot([n1, n2], [b, c]))
+    assert (len(first.members("default/g").bound), len(first.members("default/g").pending)) == (1, 2)
+    entries_n1 = cache._nodes["n1"][1]
+    n2_changed = NodeInfo.build("n2", n2.node, [b])
+    second = cache.get(_snapshot([n1, n2_changed], [b, c]))
+    assert cache._nodes["n1"][1] is entries_n1  # the shared NodeInfo was not scanned again
+    members = second.members("default/g")
+    assert sorted(p.name for p in members.bound) == ["g-0", "g-1"] and [p.name for p in members.pending] == ["g-2"]
+    ref = second.ref("default/g")
+    assert ref is not None and ref.min_member == 3
+    assert second.ref("default/none") is None
