@@ -7,7 +7,9 @@ snapshot does not know fail as unresolvable before any predicate runs.
 Scores: each priority's raw scores are normalised over the candidates to 0..10, multiplied
 by the priority's weight and summed; the sum is divided by the sum of the weights and
 rounded half up, so the extender's answer stays within 0..MaxExtenderPriority (10) and
-kube-scheduler applies the extender's own weight on top.
+kube-scheduler applies the extender's own weight on top. A priority that gives every
+candidate the same score cannot change the ranking and is left out of the average (unless
+all are), so the priorities that do tell nodes apart keep the whole 0..10 range.
 
 Veto priorities (``VETO_PRIORITIES``: NodePreferAvoidPods) are not part of that average.
 Classic policies weight NodePreferAvoidPods 10000 so that, *added* to the others, it
@@ -268,25 +270,29 @@ def _score(
         return dict.fromkeys(names, 0), details
     ctx = _context(policy, snapshot)
     vetoed: set[str] | None = None  # None: the policy has no veto priority
-    weight_sum = 0
+    contributions: list[tuple[int, dict[str, float]]] = []
     for prio_name, weight in weights:
         priority = PRIORITIES[prio_name]
         state = priority.prepare(pod, snapshot, infos, ctx)
         score = priority.score
         raw = {info.name: score(pod, info, state, ctx) for info in infos}
         normalized = priority.normalize(raw, state)
-        veto = prio_name in VETO_PRIORITIES
-        if veto:
+        if prio_name in VETO_PRIORITIES:
             vetoed = vetoed if vetoed is not None else set()
             vetoed.update(n for n in names if normalized.get(n, 0.0) < MAX_PRIORITY)
         else:
-            weight_sum += weight
+            contributions.append((weight, normalized))
+        if detail:
+            for name in names:
+                details[name][prio_name] = {"raw": raw[name], "score": normalized.get(name, 0.0)}
+    # A priority that scores every candidate alike cannot change the ranking; leaving it out of the
+    # average keeps the whole 0..10 range for the priorities that do tell the candidates apart.
+    varying = [(w, s) for w, s in contributions if len({s.get(n, 0.0) for n in names}) > 1]
+    used = varying or contributions
+    weight_sum = sum(w for w, _ in used)
+    for weight, normalized in used:
         for name in names:
-            value = normalized.get(name, 0.0)
-            if not veto:
-                totals[name] += weight * value
-            if detail:
-                details[name][prio_name] = {"raw": raw[name], "score": value}
+            totals[name] += weight * normalized.get(name, 0.0)
     final = {n: min(MAX_PRIORITY, _round_half_up(t / weight_sum)) if weight_sum else 0 for n, t in totals.items()}
     if vetoed is not None:
         final = {n: 0 if n in vetoed else max(1, s) for n, s in final.items()}

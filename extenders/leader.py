@@ -27,6 +27,31 @@ log = logging.getLogger(__name__)
 Work = Callable[[int], Coroutine[Any, Any, None]]
 
 
+def raise_if_cancelling() -> None:
+    """Re-raise a cancellation that a library swallowed (Python 3.11's wait_for can lose one in a race).
+
+    The task's pending-cancel count survives the loss, so every long-running loop checks it:
+    a deposed leader's watcher must stop, and ``stop()`` must not wait forever.
+    """
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError()
+
+
+async def cancel_and_wait(task: asyncio.Task[Any], attempts: int = 50, interval: float = 0.2) -> None:
+    """Cancel a task and wait for it, cancelling again if a cancellation was lost on the way."""
+    for _ in range(attempts):
+        if task.done():
+            break
+        task.cancel()
+        await asyncio.wait([task], timeout=interval)
+    if not task.done():
+        log.error("task %s ignores cancellation; abandoning it", task.get_name())
+    elif not task.cancelled():
+        with contextlib.suppress(BaseException):
+            task.result()
+
+
 def _is_fenced(exc: BaseException) -> bool:
     if isinstance(exc, FencedError):
         return True
@@ -74,26 +99,12 @@ class LeaderElector:
         """Stop campaigning; a held lease is released so another replica takes over at once."""
         task, self._task = self._task, None
         if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-
-    @staticmethod
-    async def _stop_work(work: asyncio.Task[None]) -> None:
-        """Cancel the work and wait for it, re-cancelling if a library swallowed the cancellation."""
-        for _ in range(50):
-            if work.done():
-                break
-            work.cancel()
-            await asyncio.wait([work], timeout=0.2)
-        if not work.done():
-            log.error("leader work ignores cancellation; abandoning it (its writes are fenced)")
-        elif not work.cancelled():
-            with contextlib.suppress(BaseException):
-                work.result()
+            # a long interval: a re-cancel must not interrupt the release in the task's clean-up
+            await cancel_and_wait(task, attempts=10, interval=1.0)
 
     async def run(self) -> None:
         while True:
+            raise_if_cancelling()
             try:
                 attempt = await self.store.acquire_lease(self.holder, self.lease_seconds)
             except RedisError as exc:
@@ -116,6 +127,7 @@ class LeaderElector:
         released = False
         try:
             while True:
+                raise_if_cancelling()
                 done, _ = await asyncio.wait([work], timeout=self.renew_interval)
                 if work in done:
                     exc = None if work.cancelled() else work.exception()
@@ -144,7 +156,7 @@ class LeaderElector:
             raise
         finally:
             self._lease = None
-            await self._stop_work(work)
+            await cancel_and_wait(work)
             if released:
                 with contextlib.suppress(RedisError, OSError):
                     await asyncio.shield(self.store.release_lease(lease))

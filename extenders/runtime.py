@@ -8,7 +8,6 @@ routes call ``snapshot``, ``readiness`` and ``node_document``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import socket
@@ -23,7 +22,7 @@ from redis.exceptions import RedisError
 from extenders.cache import SnapshotCache
 from extenders.kube.client import KubeClient
 from extenders.kube.config import build_http_client
-from extenders.leader import LeaderElector
+from extenders.leader import LeaderElector, cancel_and_wait, raise_if_cancelling
 from extenders.model import NodeInfo
 from extenders.snapshot import Snapshot
 from extenders.store import Store
@@ -85,10 +84,7 @@ class ClusterRuntime:
         if self.elector is not None:
             await self.elector.stop()
         for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+            await cancel_and_wait(task)
         self._tasks.clear()
         if self.kube is not None:
             await self.kube.aclose()
@@ -141,6 +137,7 @@ class ClusterRuntime:
     async def _initial_load(self) -> None:
         delay = 0.2
         while not self.cache.loaded:
+            raise_if_cancelling()
             try:
                 await self.cache.refresh()
             except (RedisError, OSError) as exc:
@@ -150,6 +147,7 @@ class ClusterRuntime:
 
     async def _sweep_loop(self) -> None:
         while True:
+            raise_if_cancelling()
             await asyncio.sleep(self.sweep_interval)
             try:
                 expired = await self.store.expire_assumed()

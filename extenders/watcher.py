@@ -24,22 +24,12 @@ import orjson
 from redis.exceptions import RedisError
 
 from extenders.kube.client import PODGROUPS_PATH, GoneError, KubeApiError, KubeClient
+from extenders.leader import raise_if_cancelling
 from extenders.model import DEFAULT_NAMESPACE, NodeFacts, PDBInfo, PodGroupInfo, PodInfo
 from extenders.quantity import QuantityError
 from extenders.store import FencedError, Op, Store
 
 log = logging.getLogger(__name__)
-
-
-def raise_if_cancelling() -> None:
-    """Re-raise a cancellation that a library swallowed (Python 3.11's wait_for can lose one in a race).
-
-    The task's pending-cancel count survives the loss, so each loop checks it: a deposed
-    leader's watcher must stop, not keep writing until its next fenced write.
-    """
-    task = asyncio.current_task()
-    if task is not None and task.cancelling():
-        raise asyncio.CancelledError()
 
 
 def _meta(obj: dict[str, Any]) -> dict[str, Any]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -14,6 +13,7 @@ import redis.asyncio as aredis
 from extenders.cache import SnapshotCache
 from extenders.kube.client import BindStatus, KubeClient
 from extenders.kube.config import build_http_client
+from extenders.leader import cancel_and_wait
 from extenders.snapshot import Snapshot
 from extenders.store import Store
 from extenders.watcher import Watcher
@@ -41,9 +41,7 @@ class Feed:
 
     async def stop(self) -> None:
         if self.task is not None:
-            self.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.task
+            await cancel_and_wait(self.task)
             self.task = None
 
 

@@ -122,6 +122,19 @@ def test_prioritize_weighted_mean_rounded_half_up(fixed: tuple[FixedPriority, Fi
     assert fixed[0].prepared == 1 and fixed[1].prepared == 1
 
 
+def test_priorities_that_score_every_candidate_alike_leave_the_average(
+    fixed: tuple[FixedPriority, FixedPriority], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    flat = FixedPriority("TestFlat", {"fits": 10, "tiny": 10, "hdd": 10})
+    monkeypatch.setitem(PRIORITIES, "TestFlat", flat)
+    policy = parse_policy({"priorities": [{"name": "TestA", "weight": 1}, {"name": "TestFlat", "weight": 3}]})
+    # TestFlat cannot tell fits from tiny, so only TestA decides: the full 0..10 range, not 7.5 vs 10.
+    assert engine.prioritize_nodes(policy, POD, cluster(), ["fits", "tiny"]) == [("fits", 10), ("tiny", 0)]
+    # When every priority is flat, the plain weighted average is kept.
+    only_flat = parse_policy({"priorities": [{"name": "TestFlat", "weight": 3}]})
+    assert engine.prioritize_nodes(only_flat, POD, cluster(), ["fits", "tiny"]) == [("fits", 10), ("tiny", 10)]
+
+
 def test_explain_shape_and_agreement(fixed: tuple[FixedPriority, FixedPriority]) -> None:
     policy = parse_policy({"priorities": [{"name": "TestA", "weight": 1}, {"name": "TestB", "weight": 1}]})
     snapshot = cluster()

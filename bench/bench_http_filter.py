@@ -1,0 +1,418 @@
+"""Filter and prioritize latency measured at a real server (``python -m app``), as kube-scheduler sees it.
+
+Writes a 5000-node, 100k-pod cluster into Redis through the ``Store`` (the watcher's path),
+starts one replica with the Kubernetes watch off against it, waits for /readyz, warms up,
+then sends filter and prioritize calls in the nodeCacheCapable form (``NodeNames``, 500
+random candidates per pair). Server-side time comes from the ``server-timing: app;dur=<ms>``
+header the app adds (body parse to first response byte); the client round trip is timed too.
+
+Two scenarios on the same replica: ``plain`` (no inter-pod terms anywhere), then
+``inter_pod_affinity``: 5% of the existing pods are rewritten with a required anti-affinity
+term (the replica catches up from Redis) and the incoming pod carries one as well, like
+``bench_filter --affinity``. No equivalence cache exists yet, so every call is computed.
+
+    python bench/bench_http_filter.py [--nodes 5000] [--pods-per-node 20] [--candidates 500]
+        [--iterations 300] [--warmup 30] [--prioritize-on candidates|passing]
+
+Uses $REDIS_URL when set (its keys are removed afterwards), else a private redis-server.
+Prints one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import redis.asyncio as aredis
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from app.embedded_redis import EmbeddedRedis, free_port  # noqa: E402
+from extenders.model import NodeFacts, PodInfo  # noqa: E402
+from extenders.store import Op, Store  # noqa: E402
+
+Json = dict[str, Any]
+BATCH = 500
+AFFINITY_SHARE = 0.05
+TARGET_P99_MS = 15.0
+HOSTNAME = "kubernetes.io/hostname"
+
+
+@dataclass(slots=True, frozen=True)
+class PodSpec:
+    """What varies between the existing pods; enough to rebuild either variant."""
+
+    name: str
+    node: str
+    namespace: str
+    app: str
+    tier: str
+    cpu_m: int
+    memory_mi: int
+    anti_affinity: bool  # carries a required anti-affinity term in the affinity scenario
+
+
+def node_object(rng: random.Random, i: int) -> Json:
+    name = f"node-{i}"
+    spec: Json = {"taints": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]} if i % 50 == 0 else {}
+    return {
+        "metadata": {
+            "name": name,
+            "uid": str(uuid.UUID(int=i)),
+            "resourceVersion": str(1000 + i),
+            "labels": {
+                HOSTNAME: name,
+                "topology.kubernetes.io/zone": f"zone-{i % 5}",
+                "disk": rng.choice(("ssd", "hdd")),
+            },
+        },
+        "spec": spec,
+        "status": {
+            "allocatable": {"cpu": "64", "memory": "256Gi", "pods": "110", "ephemeral-storage": "100Gi"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "images": [{"names": [f"registry/app-{j}:1"], "sizeBytes": 100 * 2**20} for j in range(rng.randrange(10))],
+        },
+    }
+
+
+def anti_affinity(app: str) -> Json:
+    term = {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": HOSTNAME}
+    return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+
+
+def pod_object(spec: PodSpec, with_affinity: bool) -> Json:
+    pod_spec: Json = {
+        "nodeName": spec.node,
+        "containers": [
+            {
+                "name": "main",
+                "image": f"registry/{spec.app}:1",
+                "resources": {"requests": {"cpu": f"{spec.cpu_m}m", "memory": f"{spec.memory_mi}Mi"}},
+            }
+        ],
+    }
+    if with_affinity and spec.anti_affinity:
+        pod_spec["affinity"] = anti_affinity(spec.app)
+    return {
+        "metadata": {
+            "name": spec.name,
+            "namespace": spec.namespace,
+            "uid": f"uid-{spec.name}",
+            "labels": {"app": spec.app, "tier": spec.tier},
+        },
+        "spec": pod_spec,
+        "status": {"phase": "Running"},
+    }
+
+
+def pod_specs(rng: random.Random, nodes: int, per_node: int) -> list[PodSpec]:
+    out: list[PodSpec] = []
+    for i in range(nodes):
+        for k in range(per_node):
+            out.append(
+                PodSpec(
+                    name=f"p-{i}-{k}",
+                    node=f"node-{i}",
+                    namespace=f"ns-{rng.randrange(10)}",
+                    app=f"app-{rng.randrange(50)}",
+                    tier=rng.choice(("web", "db")),
+                    cpu_m=rng.choice((50, 100, 200)),
+                    memory_mi=rng.choice((64, 128, 256)),
+                    anti_affinity=rng.random() < AFFINITY_SHARE,
+                )
+            )
+    return out
+
+
+def incoming_pod(with_affinity: bool) -> Json:
+    """The pod being scheduled: the same shape as bench_filter's ``incoming``."""
+    spec: Json = {
+        "containers": [
+            {"name": "main", "image": "registry/app-7:1", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}
+        ],
+        "nodeSelector": {"disk": "ssd"},
+        "tolerations": [{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}],
+        "topologySpreadConstraints": [
+            {
+                "maxSkew": 5,
+                "topologyKey": "topology.kubernetes.io/zone",
+                "whenUnsatisfiable": "ScheduleAnyway",
+                "labelSelector": {"matchLabels": {"app": "app-7"}},
+            }
+        ],
+    }
+    if with_affinity:
+        spec["affinity"] = anti_affinity("app-7")
+    return {
+        "metadata": {"name": "incoming", "namespace": "ns-1", "uid": "uid-incoming", "labels": {"app": "app-7"}},
+        "spec": spec,
+        "status": {"phase": "Pending"},
+    }
+
+
+# ------------------------------------------------------------------ Redis side
+async def write_ops(store: Store, epoch: int, ops: list[Op]) -> int:
+    generation = 0
+    for start in range(0, len(ops), BATCH):
+        generation = await store.apply(epoch, ops[start : start + BATCH])
+    return generation
+
+
+async def load_cluster(store: Store, epoch: int, nodes: list[Json], pods: list[PodSpec]) -> int:
+    ops = [Op.node(NodeFacts.from_k8s(n)) for n in nodes]
+    ops += [Op.pod(PodInfo.from_k8s(pod_object(p, with_affinity=False))) for p in pods]
+    return await write_ops(store, epoch, ops)
+
+
+async def add_affinity(store: Store, epoch: int, pods: list[PodSpec]) -> tuple[int, int]:
+    """Rewrite the anti-affinity pods with their term; returns (generation, pods changed)."""
+    changed = [p for p in pods if p.anti_affinity]
+    ops = [Op.pod(PodInfo.from_k8s(pod_object(p, with_affinity=True))) for p in changed]
+    return await write_ops(store, epoch, ops), len(changed)
+
+
+async def delete_prefix(client: aredis.Redis, prefix: str) -> None:
+    batch: list[Any] = []
+    async for key in client.scan_iter(match=f"{prefix}:*", count=2000):
+        batch.append(key)
+        if len(batch) >= 1000:
+            await client.unlink(*batch)
+            batch.clear()
+    if batch:
+        await client.unlink(*batch)
+
+
+# ------------------------------------------------------------------ the replica
+class Replica:
+    """One ``python -m app`` process with the watch off, logging to a temporary file."""
+
+    def __init__(self, redis_url: str, prefix: str) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = tempfile.NamedTemporaryFile(prefix="bench-http-", suffix=".log", delete=False)  # noqa: SIM115
+        env = {
+            **os.environ,
+            "EXTENDER_REDIS_URL": redis_url,
+            "EXTENDER_REDIS_PREFIX": prefix,
+            "EXTENDER_KUBE_MODE": "off",
+            "EXTENDER_REPLICA_ID": "bench-http",
+            "EXTENDER_LOG_LEVEL": "warning",
+            "PYTHONUNBUFFERED": "1",
+        }
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "app", "--host", "127.0.0.1", "--port", str(self.port)],
+            cwd=REPO,
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
+
+    def wait_ready(self, timeout: float = 180.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the replica exited with {self.proc.returncode}; log: {self.log.name}")
+            try:
+                if httpx.get(f"{self.url}/readyz", timeout=5.0).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        raise RuntimeError(f"the replica was not ready within {timeout}s; log: {self.log.name}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+def wait_generation(client: httpx.Client, generation: int, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if client.get("/v1/nodes").json()["generation"] >= generation:
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"the replica did not reach generation {generation}")
+
+
+# ------------------------------------------------------------------ measuring
+def server_ms(response: httpx.Response) -> float:
+    """``app;dur=<ms>`` from the server-timing header."""
+    for part in response.headers["server-timing"].split(";"):
+        if part.strip().startswith("dur="):
+            return float(part.strip()[4:])
+    raise ValueError(f"no dur in server-timing: {response.headers['server-timing']!r}")
+
+
+def post(client: httpx.Client, path: str, body: Json) -> tuple[Any, float, float]:
+    """(answer, server ms, client round-trip ms); the body is encoded before the clock starts."""
+    content = orjson.dumps(body)
+    start = time.perf_counter()
+    response = client.post(path, content=content, headers={"content-type": "application/json"})
+    took = (time.perf_counter() - start) * 1000
+    response.raise_for_status()
+    return orjson.loads(response.content), server_ms(response), took
+
+
+def stats(values: list[float]) -> dict[str, float]:
+    ordered = sorted(values)
+
+    def pct(q: float) -> float:
+        return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3)
+
+    return {"p50": pct(0.5), "p99": pct(0.99), "mean": round(statistics.fmean(ordered), 3)}
+
+
+def run_scenario(
+    client: httpx.Client, names: list[str], pod: Json, args: argparse.Namespace, seed: int
+) -> dict[str, Any]:
+    rng = random.Random(seed)
+    samples: dict[str, list[float]] = {
+        k: [] for k in ("filter", "prioritize", "filter_prioritize", "rt_filter", "rt_prioritize", "rt_pair")
+    }
+    passing_total = prioritized_total = 0
+    for iteration in range(args.warmup + args.iterations):
+        candidates = rng.sample(names, args.candidates)
+        answer, f_server, f_client = post(client, "/filter", {"Pod": pod, "NodeNames": candidates})
+        if answer["Error"]:
+            raise RuntimeError(f"filter answered an error: {answer['Error']}")
+        passing: list[str] = answer["NodeNames"]
+        hosts = candidates if args.prioritize_on == "candidates" else passing
+        scores, p_server, p_client = post(client, "/prioritize", {"Pod": pod, "NodeNames": hosts})
+        if len(scores) != len(hosts):
+            raise RuntimeError(f"prioritize scored {len(scores)} of {len(hosts)} hosts")
+        if iteration < args.warmup:
+            continue
+        passing_total += len(passing)
+        prioritized_total += len(hosts)
+        for key, value in (
+            ("filter", f_server),
+            ("prioritize", p_server),
+            ("filter_prioritize", f_server + p_server),
+            ("rt_filter", f_client),
+            ("rt_prioritize", p_client),
+            ("rt_pair", f_client + p_client),
+        ):
+            samples[key].append(value)
+    return {
+        "mean_passing": round(passing_total / args.iterations, 1),
+        "mean_prioritized": round(prioritized_total / args.iterations, 1),
+        "server_ms": {k: stats(samples[k]) for k in ("filter", "prioritize", "filter_prioritize")},
+        "client_round_trip_ms": {
+            "filter": stats(samples["rt_filter"]),
+            "prioritize": stats(samples["rt_prioritize"]),
+            "filter_prioritize": stats(samples["rt_pair"]),
+        },
+    }
+
+
+async def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
+    rng = random.Random(1)
+    nodes = [node_object(rng, i) for i in range(args.nodes)]
+    pods = pod_specs(rng, args.nodes, args.pods_per_node)
+    names = [n["metadata"]["name"] for n in nodes]
+    prefix = f"benchhttp{uuid.uuid4().hex[:6]}"
+    redis_client = aredis.Redis.from_url(url)
+    store = Store(redis_client, prefix)
+    lease = (await store.acquire_lease("bench-http-writer#0", 3600)).lease
+    if lease is None:
+        raise RuntimeError("could not take the writer lease on a fresh prefix")
+    replica: Replica | None = None
+    try:
+        started = time.perf_counter()
+        await load_cluster(store, lease.epoch, nodes, pods)
+        load_seconds = time.perf_counter() - started
+
+        started = time.perf_counter()
+        replica = Replica(url, prefix)
+        replica.wait_ready()
+        ready_seconds = time.perf_counter() - started
+        with httpx.Client(base_url=replica.url, timeout=30.0) as client:
+            plain = run_scenario(client, names, incoming_pod(False), args, seed=2)
+            generation, rewritten = await add_affinity(store, lease.epoch, pods)
+            wait_generation(client, generation)
+            affinity = run_scenario(client, names, incoming_pod(True), args, seed=3)
+            affinity["existing_pods_with_anti_affinity"] = rewritten
+    finally:
+        if replica is not None:
+            replica.stop()
+            Path(replica.log.name).unlink(missing_ok=True)
+        await store.release_lease(lease)
+        await delete_prefix(redis_client, prefix)
+        await redis_client.aclose()
+    p99 = plain["server_ms"]["filter_prioritize"]["p99"]
+    return {
+        "benchmark": "http_filter_prioritize",
+        "nodes": args.nodes,
+        "pods": args.nodes * args.pods_per_node,
+        "candidates": args.candidates,
+        "form": "NodeNames (nodeCacheCapable)",
+        "prioritize_on": args.prioritize_on,
+        "iterations": args.iterations,
+        "warmup": args.warmup,
+        "replicas": 1,
+        "equivalence_cache": "none (not implemented yet): every call computed",
+        "load_cluster_into_redis_seconds": round(load_seconds, 3),
+        "replica_start_to_ready_seconds": round(ready_seconds, 3),
+        "plain": plain,
+        "inter_pod_affinity": affinity,
+        "target": {
+            "what": "plain server-side filter+prioritize p99",
+            "target_ms": TARGET_P99_MS,
+            "measured_ms": p99,
+            "met": p99 < TARGET_P99_MS,
+        },
+        "cpus": os.cpu_count(),
+        "python": sys.version.split()[0],
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--pods-per-node", type=int, default=20)
+    parser.add_argument("--candidates", type=int, default=500)
+    parser.add_argument("--iterations", type=int, default=300, help="measured filter+prioritize pairs per scenario")
+    parser.add_argument("--warmup", type=int, default=30, help="pairs sent first and not measured")
+    parser.add_argument(
+        "--prioritize-on",
+        choices=("candidates", "passing"),
+        default="candidates",
+        help="prioritize every candidate (default) or only those filter passed, as kube-scheduler does",
+    )
+    args = parser.parse_args()
+    if not 0 < args.candidates <= args.nodes:
+        parser.error("--candidates must be between 1 and --nodes")
+    url = os.environ.get("REDIS_URL")
+    if url:
+        result = asyncio.run(run(url, args))
+        result["redis"] = "REDIS_URL"
+    else:
+        with EmbeddedRedis() as server:
+            result = asyncio.run(run(server.url, args))
+        result["redis"] = "embedded redis-server"
+    print(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
