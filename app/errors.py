@@ -7,6 +7,9 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import ORJSONResponse
+from redis.exceptions import RedisError
+
+from app.service import BadRequest, SnapshotUnavailable
 
 
 def _describe(error: dict[str, Any]) -> str:
@@ -31,5 +34,19 @@ async def validation_error(request: Request, exc: Exception) -> ORJSONResponse:
     )
 
 
+async def bad_request(request: Request, exc: Exception) -> ORJSONResponse:
+    """Well-formed JSON of the right shape that says something impossible (a bad quantity)."""
+    return ORJSONResponse({"detail": str(exc)}, status_code=422)
+
+
+async def unavailable(request: Request, exc: Exception) -> ORJSONResponse:
+    """Operator endpoints answer 503 while Redis is out; the verbs use the protocol's Error instead."""
+    detail = str(exc) if isinstance(exc, SnapshotUnavailable) else f"shared state unavailable (Redis: {exc})"
+    return ORJSONResponse({"detail": detail}, status_code=503)
+
+
 def install(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_exception_handler(BadRequest, bad_request)
+    app.add_exception_handler(SnapshotUnavailable, unavailable)
+    app.add_exception_handler(RedisError, unavailable)

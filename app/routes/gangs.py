@@ -1,10 +1,12 @@
-"""Gang bookkeeping for operators and tests: ``GET /v1/gangs`` and ``GET /v1/gangs/{namespace}/{name}``."""
+"""Gang bookkeeping for operators and tests: ``GET /v1/gangs`` and ``GET /v1/gangs/{namespace}/{name}``.
+
+Redis errors become 503 through app.errors.
+"""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import ORJSONResponse
-from redis.exceptions import RedisError
 
 from app.state import get_state
 from extenders.gang import GangService
@@ -21,18 +23,12 @@ def _gangs(request: Request) -> GangService:
 
 @router.get("/gangs", summary="Every gang known to Redis or present in the snapshot")
 async def list_gangs(request: Request) -> ORJSONResponse:
-    try:
-        return ORJSONResponse(await _gangs(request).list_gangs())
-    except (RedisError, OSError) as exc:
-        raise HTTPException(status_code=503, detail=f"gang state unavailable: {exc}") from exc
+    return ORJSONResponse(await _gangs(request).list_gangs())
 
 
 @router.get("/gangs/{namespace}/{name}", summary="One gang: quorum, members, arrivals, state, window left")
 async def get_gang(namespace: str, name: str, request: Request) -> ORJSONResponse:
-    try:
-        doc = await _gangs(request).gang_status(namespace, name)
-    except (RedisError, OSError) as exc:
-        raise HTTPException(status_code=503, detail=f"gang state unavailable: {exc}") from exc
+    doc = await _gangs(request).gang_status(namespace, name)
     if doc is None:
         raise HTTPException(status_code=404, detail=f"gang {namespace}/{name} is not known")
     return ORJSONResponse(doc)

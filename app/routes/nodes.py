@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from extenders.runtime import node_document
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import ORJSONResponse
 
-from app.service import SnapshotUnavailable
 from app.state import get_state
+from extenders.runtime import node_document
 
 router = APIRouter(prefix="/v1", tags=["snapshot"])
 
@@ -18,10 +17,7 @@ async def _snapshot(request: Request) -> Any:
     state = get_state(request)
     if state.scheduler is None:
         raise HTTPException(status_code=503, detail="the extender is starting")
-    try:
-        return await state.scheduler.snapshot()
-    except SnapshotUnavailable as exc:
-        raise HTTPException(status_code=503, detail=str(exc)) from exc
+    return await state.scheduler.snapshot()
 
 
 @router.get("/nodes", summary="Every node in this replica's snapshot, with its generation")

@@ -1,4 +1,7 @@
-"""The four extender verbs and /v1/explain: parse, hand to the Scheduler, serialise."""
+"""The four extender verbs and /v1/explain: parse, hand to the Scheduler, serialise.
+
+BadRequest (422) and SnapshotUnavailable (503) are mapped in app.errors.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import ORJSONResponse
 
-from app.service import BadRequest, Scheduler, SnapshotUnavailable
+from app.service import Scheduler
 from app.state import AppState, get_state
 from app.wire import (
     ExplainArgs,
@@ -37,30 +40,19 @@ def _domain_error(state: AppState, verb: str, answer: dict[str, Any]) -> None:
 @router.post("/filter", response_model=ExtenderFilterResult, summary="Filter the candidate nodes for a pod")
 async def filter_nodes(args: ExtenderArgs, request: Request) -> ORJSONResponse:
     state = get_state(request)
-    try:
-        answer = await _scheduler(state).filter(args)
-    except BadRequest as exc:
-        raise HTTPException(status_code=422, detail=str(exc)) from exc
+    answer = await _scheduler(state).filter(args)
     _domain_error(state, "filter", answer)
     return ORJSONResponse(answer)
 
 
 @router.post("/prioritize", response_model=list[HostPriority], summary="Score the candidate nodes 0..10")
 async def prioritize_nodes(args: ExtenderArgs, request: Request) -> ORJSONResponse:
-    state = get_state(request)
-    try:
-        return ORJSONResponse(await _scheduler(state).prioritize(args))
-    except BadRequest as exc:
-        raise HTTPException(status_code=422, detail=str(exc)) from exc
+    return ORJSONResponse(await _scheduler(get_state(request)).prioritize(args))
 
 
 @router.post("/preempt", response_model=ExtenderPreemptionResult, summary="Choose nodes and victims for preemption")
 async def preempt(args: ExtenderPreemptionArgs, request: Request) -> ORJSONResponse:
-    state = get_state(request)
-    try:
-        return ORJSONResponse(await _scheduler(state).preempt(args))
-    except BadRequest as exc:
-        raise HTTPException(status_code=422, detail=str(exc)) from exc
+    return ORJSONResponse(await _scheduler(get_state(request)).preempt(args))
 
 
 @router.post("/bind", response_model=ExtenderBindingResult, summary="Bind a pod to a node (gang-aware)")
@@ -73,10 +65,4 @@ async def bind(args: ExtenderBindingArgs, request: Request) -> ORJSONResponse:
 
 @router.post("/v1/explain", summary="Every predicate's verdict and every priority's score, per node")
 async def explain(args: ExplainArgs, request: Request) -> ORJSONResponse:
-    state = get_state(request)
-    try:
-        return ORJSONResponse(await _scheduler(state).explain(args))
-    except BadRequest as exc:
-        raise HTTPException(status_code=422, detail=str(exc)) from exc
-    except SnapshotUnavailable as exc:
-        raise HTTPException(status_code=503, detail=str(exc)) from exc
+    return ORJSONResponse(await _scheduler(get_state(request)).explain(args))
