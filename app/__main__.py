@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 
 import uvicorn
 
 from app.embedded_redis import EmbeddedRedis, EmbeddedRedisError
 from app.settings import Settings
+
+
+def _exit_on_signal(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,6 +35,9 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         settings.redis_url = embedded.url
         log.info("no EXTENDER_REDIS_URL: started an embedded redis-server at %s", embedded.url)
+    # uvicorn re-raises SIGTERM/SIGINT after its graceful shutdown; turning that into SystemExit
+    # lets the finally below stop the embedded Redis instead of the process dying first.
+    signal.signal(signal.SIGTERM, _exit_on_signal)
     try:
         from app.main import create_app  # imported late: a policy error should come after logging is set
 

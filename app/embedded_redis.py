@@ -6,17 +6,32 @@ Persistence is off; the data lives as long as the process.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from types import TracebackType
 
+_PR_SET_PDEATHSIG = 1  # from <sys/prctl.h>
+
 
 class EmbeddedRedisError(RuntimeError):
     pass
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: let the kernel stop redis-server if its parent dies, even by SIGKILL."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        except (OSError, AttributeError):
+            pass  # best effort: stop() still ends it on a clean exit
 
 
 def free_port() -> int:
@@ -69,7 +84,9 @@ class EmbeddedRedis:
             "--loglevel",
             "warning",
         ]
-        self._proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self._proc = subprocess.Popen(
+            args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=_die_with_parent
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:

@@ -11,6 +11,7 @@ from fastapi import FastAPI
 
 from app import errors
 from app.body_limit import BodyLimitMiddleware
+from app.json_body import JsonBodyMiddleware
 from app.metrics import Metrics
 from app.metrics_middleware import MetricsMiddleware
 from app.routes import gangs, health, nodes, verbs
@@ -92,6 +93,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.extender = state
     # Added last = outermost: the metrics see requests the body limit rejects.
+    app.add_middleware(JsonBodyMiddleware)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(MetricsMiddleware, metrics=state.metrics)
     errors.install(app)

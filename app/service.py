@@ -7,6 +7,8 @@ protocol's ``Error`` field; only malformed input raises ``BadRequest``.
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import logging
 from typing import Any
 
@@ -67,14 +69,25 @@ class Scheduler:
             raise SnapshotUnavailable(f"cluster snapshot unavailable (Redis: {exc})") from exc
 
     async def _refresh_nodes(self, node_objects: list[dict[str, Any]]) -> None:
+        """Write node facts the request knows better; a node this replica already has unchanged costs no I/O."""
+        known = self.runtime.cache.current.nodes
+        changed: list[NodeFacts] = []
         for item in node_objects:
             try:
                 facts = NodeFacts.from_k8s(item)
             except (QuantityError, ValueError, TypeError) as exc:
                 name = (item.get("metadata") or {}).get("name")
                 raise BadRequest(f"Nodes.items[{name}]: {exc}") from exc
-            if facts.name:
-                await self.runtime.store.refresh_node_if_newer(facts)
+            info = known.get(facts.name)
+            # resourceVersion alone changes on every kubelet heartbeat; it is not worth a write.
+            if facts.name and (
+                info is None
+                or info.node is None
+                or dataclasses.replace(info.node, resource_version=facts.resource_version) != facts
+            ):
+                changed.append(facts)
+        if changed:
+            await asyncio.gather(*(self.runtime.store.refresh_node_if_newer(f) for f in changed))
 
     async def filter(self, args: ExtenderArgs) -> dict[str, Any]:
         pod = pod_info(args.Pod)

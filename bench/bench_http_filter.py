@@ -234,6 +234,12 @@ class Replica:
             time.sleep(0.2)
         raise RuntimeError(f"the replica was not ready within {timeout}s; log: {self.log.name}")
 
+    def describe_failure(self) -> str:
+        """The replica's state and the end of its log, for a run that went wrong."""
+        self.log.flush()
+        tail = Path(self.log.name).read_text(errors="replace")[-4000:]
+        return f"replica exit code: {self.proc.poll()}; log tail:\n{tail}"
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.terminate()
@@ -352,6 +358,10 @@ async def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
             wait_generation(client, generation)
             affinity = run_scenario(client, names, incoming_pod(True), args, seed=3)
             affinity["existing_pods_with_anti_affinity"] = rewritten
+    except BaseException:
+        if replica is not None:
+            print(replica.describe_failure(), file=sys.stderr)
+        raise
     finally:
         if replica is not None:
             replica.stop()
@@ -359,7 +369,9 @@ async def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
         await store.release_lease(lease)
         await delete_prefix(redis_client, prefix)
         await redis_client.aclose()
-    p99 = plain["server_ms"]["filter_prioritize"]["p99"]
+    plain_ms = plain["server_ms"]
+    pair_p99 = plain_ms["filter_prioritize"]["p99"]
+    call_p99 = max(plain_ms["filter"]["p99"], plain_ms["prioritize"]["p99"])
     return {
         "benchmark": "http_filter_prioritize",
         "nodes": args.nodes,
@@ -376,10 +388,13 @@ async def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
         "plain": plain,
         "inter_pod_affinity": affinity,
         "target": {
-            "what": "plain server-side filter+prioritize p99",
+            "what": "plain scenario, server-side p99 under target_ms: each call, and filter+prioritize summed",
             "target_ms": TARGET_P99_MS,
-            "measured_ms": p99,
-            "met": p99 < TARGET_P99_MS,
+            "filter_p99_ms": plain_ms["filter"]["p99"],
+            "prioritize_p99_ms": plain_ms["prioritize"]["p99"],
+            "filter_prioritize_p99_ms": pair_p99,
+            "met_per_call": call_p99 < TARGET_P99_MS,
+            "met_pair": pair_p99 < TARGET_P99_MS,
         },
         "cpus": os.cpu_count(),
         "python": sys.version.split()[0],

@@ -6,8 +6,8 @@ Redis errors become 503 through app.errors.
 from __future__ import annotations
 
 from fastapi import APIRouter, HTTPException, Request
-from fastapi.responses import ORJSONResponse
 
+from app.responses import JSONAnswer
 from app.state import get_state
 from extenders.gang import GangService
 
@@ -22,13 +22,13 @@ def _gangs(request: Request) -> GangService:
 
 
 @router.get("/gangs", summary="Every gang known to Redis or present in the snapshot")
-async def list_gangs(request: Request) -> ORJSONResponse:
-    return ORJSONResponse(await _gangs(request).list_gangs())
+async def list_gangs(request: Request) -> JSONAnswer:
+    return JSONAnswer(await _gangs(request).list_gangs())
 
 
 @router.get("/gangs/{namespace}/{name}", summary="One gang: quorum, members, arrivals, state, window left")
-async def get_gang(namespace: str, name: str, request: Request) -> ORJSONResponse:
+async def get_gang(namespace: str, name: str, request: Request) -> JSONAnswer:
     doc = await _gangs(request).gang_status(namespace, name)
     if doc is None:
         raise HTTPException(status_code=404, detail=f"gang {namespace}/{name} is not known")
-    return ORJSONResponse(doc)
+    return JSONAnswer(doc)

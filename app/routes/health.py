@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
-from fastapi.responses import ORJSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from app.responses import JSONAnswer
 from app.state import get_state
 
 router = APIRouter(tags=["operations"])
@@ -21,12 +21,12 @@ async def healthz() -> dict[str, str]:
     summary="Ready to schedule: Redis answers and the snapshot is synced",
     responses={503: {"description": "not ready; the body says why"}},
 )
-async def readyz(request: Request) -> ORJSONResponse:
+async def readyz(request: Request) -> JSONAnswer:
     state = get_state(request)
     if state.runtime is None:
-        return ORJSONResponse({"ready": False, "reason": "starting"}, status_code=503)
+        return JSONAnswer({"ready": False, "reason": "starting"}, status_code=503)
     ready, details = await state.runtime.readiness()
-    return ORJSONResponse({"ready": ready, **details}, status_code=200 if ready else 503)
+    return JSONAnswer({"ready": ready, **details}, status_code=200 if ready else 503)
 
 
 @router.get("/metrics", summary="Prometheus metrics", response_class=Response)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
-from fastapi.responses import ORJSONResponse
 
+from app.responses import JSONAnswer
 from app.state import get_state
 from extenders.runtime import node_document
 
@@ -21,16 +21,16 @@ async def _snapshot(request: Request) -> Any:
 
 
 @router.get("/nodes", summary="Every node in this replica's snapshot, with its generation")
-async def list_nodes(request: Request) -> ORJSONResponse:
+async def list_nodes(request: Request) -> JSONAnswer:
     snap = await _snapshot(request)
     nodes = [{"name": n.name, "generation": n.generation} for n in sorted(snap.nodes.values(), key=lambda n: n.name)]
-    return ORJSONResponse({"generation": snap.generation, "nodes": nodes})
+    return JSONAnswer({"generation": snap.generation, "nodes": nodes})
 
 
 @router.get("/nodes/{name}", summary="One node's aggregate: allocatable, requested, pods")
-async def get_node(name: str, request: Request) -> ORJSONResponse:
+async def get_node(name: str, request: Request) -> JSONAnswer:
     snap = await _snapshot(request)
     info = snap.nodes.get(name)
     if info is None:
         raise HTTPException(status_code=404, detail=f"node {name!r} is not in the snapshot")
-    return ORJSONResponse(node_document(info))
+    return JSONAnswer(node_document(info))

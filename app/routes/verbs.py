@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
-from fastapi.responses import ORJSONResponse
 
+from app.responses import JSONAnswer
 from app.service import Scheduler
 from app.state import AppState, get_state
 from app.wire import (
@@ -38,31 +38,31 @@ def _domain_error(state: AppState, verb: str, answer: dict[str, Any]) -> None:
 
 
 @router.post("/filter", response_model=ExtenderFilterResult, summary="Filter the candidate nodes for a pod")
-async def filter_nodes(args: ExtenderArgs, request: Request) -> ORJSONResponse:
+async def filter_nodes(args: ExtenderArgs, request: Request) -> JSONAnswer:
     state = get_state(request)
     answer = await _scheduler(state).filter(args)
     _domain_error(state, "filter", answer)
-    return ORJSONResponse(answer)
+    return JSONAnswer(answer)
 
 
 @router.post("/prioritize", response_model=list[HostPriority], summary="Score the candidate nodes 0..10")
-async def prioritize_nodes(args: ExtenderArgs, request: Request) -> ORJSONResponse:
-    return ORJSONResponse(await _scheduler(get_state(request)).prioritize(args))
+async def prioritize_nodes(args: ExtenderArgs, request: Request) -> JSONAnswer:
+    return JSONAnswer(await _scheduler(get_state(request)).prioritize(args))
 
 
 @router.post("/preempt", response_model=ExtenderPreemptionResult, summary="Choose nodes and victims for preemption")
-async def preempt(args: ExtenderPreemptionArgs, request: Request) -> ORJSONResponse:
-    return ORJSONResponse(await _scheduler(get_state(request)).preempt(args))
+async def preempt(args: ExtenderPreemptionArgs, request: Request) -> JSONAnswer:
+    return JSONAnswer(await _scheduler(get_state(request)).preempt(args))
 
 
 @router.post("/bind", response_model=ExtenderBindingResult, summary="Bind a pod to a node (gang-aware)")
-async def bind(args: ExtenderBindingArgs, request: Request) -> ORJSONResponse:
+async def bind(args: ExtenderBindingArgs, request: Request) -> JSONAnswer:
     state = get_state(request)
     answer = await _scheduler(state).bind(args)
     _domain_error(state, "bind", answer)
-    return ORJSONResponse(answer)
+    return JSONAnswer(answer)
 
 
 @router.post("/v1/explain", summary="Every predicate's verdict and every priority's score, per node")
-async def explain(args: ExplainArgs, request: Request) -> ORJSONResponse:
-    return ORJSONResponse(await _scheduler(get_state(request)).explain(args))
+async def explain(args: ExplainArgs, request: Request) -> JSONAnswer:
+    return JSONAnswer(await _scheduler(get_state(request)).explain(args))

@@ -134,3 +134,21 @@ def test_health_and_readiness(http: httpx.Client) -> None:
     r = http.get("/readyz")
     assert r.status_code == 200, r.text
     assert r.json()["ready"] is True
+
+
+def test_full_node_objects_refresh_the_snapshot_only_when_they_changed(http: httpx.Client) -> None:
+    original = node("nr-0", disk="hdd")
+    http.post("/filter", json={"Pod": pod("seed"), "Nodes": {"items": [original]}})
+    before = http.get("/v1/nodes").json()["generation"]
+
+    heartbeat = {**original, "metadata": {**original["metadata"], "resourceVersion": "11"}}
+    http.post("/filter", json={"Pod": pod("again"), "Nodes": {"items": [heartbeat]}})
+    assert http.get("/v1/nodes").json()["generation"] == before, "a heartbeat must not bump the generation"
+
+    relabelled = {**original, "metadata": {**original["metadata"], "resourceVersion": "12", "labels": {"disk": "ssd"}}}
+    http.post("/filter", json={"Pod": pod("third"), "Nodes": {"items": [relabelled]}})
+    assert http.get("/v1/nodes/nr-0").json()["labels"] == {"disk": "ssd"}
+
+    stale = {**original, "metadata": {**original["metadata"], "resourceVersion": "3", "labels": {"disk": "tape"}}}
+    http.post("/filter", json={"Pod": pod("fourth"), "Nodes": {"items": [stale]}})
+    assert http.get("/v1/nodes/nr-0").json()["labels"] == {"disk": "ssd"}, "an older object must not win"
