@@ -85,3 +85,26 @@ local function unplace(uid)
   redis.call('ZREM', K_ASSUMED, uid)
   return loc
 end
+
+-- Reserve (assume) a pod on a node: a compare-and-set on the node's generation when
+-- ``expected`` is not ''. Used by assume.lua and the gang scripts. Returns nil on success,
+-- else the reply to hand back: {'conflict', current generation} | {'bound', node}.
+local function reserve(uid, node, payload, expected, ttl, now)
+  if expected ~= '' then
+    local current = tonumber(redis.call('ZSCORE', K_NODES, node) or '0')
+    if current ~= tonumber(expected) then return {'conflict', current} end
+  end
+  local loc = redis.call('HGET', K_PODLOC, uid)
+  if loc and not redis.call('ZSCORE', K_ASSUMED, uid) then return {'bound', loc} end
+  if loc and loc ~= node then
+    redis.call('HDEL', K_NODE .. loc, uid)
+    touch(loc)
+  end
+  redis.call('HSET', K_PODLOC, uid, node)
+  if redis.call('HGET', K_NODE .. node, uid) ~= payload then
+    redis.call('HSET', K_NODE .. node, uid, payload)
+    touch(node)
+  end
+  redis.call('ZADD', K_ASSUMED, now + ttl, uid)
+  return nil
+end

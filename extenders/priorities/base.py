@@ -36,8 +36,7 @@ def summary_of(snapshot: Snapshot, ctx: ScoringContext) -> ClusterSummary:
 class Priority(Protocol):
     name: str
 
-    def prepare(self, pod: PodInfo, snapshot: Snapshot, nodes: list[NodeInfo], ctx: ScoringContext) -> Any:
-        ...
+    def prepare(self, pod: PodInfo, snapshot: Snapshot, nodes: list[NodeInfo], ctx: ScoringContext) -> Any: ...
 
     def score(self, pod: PodInfo, node: NodeInfo, state: Any, ctx: ScoringContext) -> float: ...
 

@@ -11,8 +11,13 @@ from typing import Any
 from extenders.model import NodeInfo, PodInfo
 from extenders.priorities.base import MAX_PRIORITY, ScoringContext, register
 from extenders.priorities.normalize import clamp
-from extenders.priorities.resource_terms import NONZERO_CPU, PLAIN, ResourceTerm, resource_terms
+from extenders.priorities.resource_terms import ResourceTerm, resource_terms, weighted_resource_score
 from extenders.snapshot import Snapshot
+
+
+def _used_share(requested: int, capacity: int) -> float:
+    # Over-commit counts as full.
+    return MAX_PRIORITY if requested >= capacity else requested * MAX_PRIORITY / capacity
 
 
 class MostRequested:
@@ -24,25 +29,7 @@ class MostRequested:
         return resource_terms(pod, ctx.resource_weights, nonzero=True)
 
     def score(self, pod: PodInfo, node: NodeInfo, state: Any, ctx: ScoringContext) -> float:
-        if node.node is None:
-            return 0.0
-        allocatable = node.node.allocatable
-        total = 0.0
-        weight_sum = 0
-        for name, weight, pod_request, kind in state:
-            capacity = allocatable.get(name, 0)
-            if capacity <= 0:
-                continue
-            if kind == PLAIN:
-                requested = node.requested.get(name, 0) + pod_request
-            else:
-                requested = (node.nonzero_cpu if kind == NONZERO_CPU else node.nonzero_memory) + pod_request
-            if requested >= capacity:
-                total += MAX_PRIORITY * weight
-            else:
-                total += requested * MAX_PRIORITY / capacity * weight
-            weight_sum += weight
-        return total / weight_sum if weight_sum else 0.0
+        return weighted_resource_score(node, state, _used_share)
 
     def normalize(self, raw: dict[str, float], state: Any) -> dict[str, float]:
         return clamp(raw)

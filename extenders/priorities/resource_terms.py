@@ -6,7 +6,7 @@ strategies of kube-scheduler's resourceAllocationScorer). Computed once per pod.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from extenders.model import NodeInfo, PodInfo
 from extenders.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
@@ -55,3 +55,24 @@ def node_requested(node: NodeInfo, name: str, kind: int) -> int:
     if kind == NONZERO_MEMORY:
         return node.nonzero_memory
     return node.requested.get(name, 0)
+
+
+def weighted_resource_score(
+    node: NodeInfo, terms: tuple[ResourceTerm, ...], per_resource: Callable[[int, int], float]
+) -> float:
+    """Weighted mean of ``per_resource(requested incl. the pod, allocatable)`` over the terms.
+
+    A resource the node does not offer is not scored (kube-scheduler skips it too).
+    """
+    if node.node is None:
+        return 0.0
+    allocatable = node.node.allocatable
+    total = 0.0
+    weight_sum = 0
+    for name, weight, pod_request, kind in terms:
+        capacity = allocatable.get(name, 0)
+        if capacity <= 0:
+            continue
+        total += per_resource(node_requested(node, name, kind) + pod_request, capacity) * weight
+        weight_sum += weight
+    return total / weight_sum if weight_sum else 0.0
