@@ -14,6 +14,7 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
+from app.kube_types import Node, Pod
 from app.wire import ExplainArgs, ExtenderArgs, ExtenderBindingArgs, ExtenderPreemptionArgs
 from extenders import engine
 from extenders.gang import GangService
@@ -35,19 +36,24 @@ class SnapshotUnavailable(Exception):
     """Redis (and so the shared snapshot) cannot be read right now."""
 
 
-def pod_info(pod: Any) -> PodInfo:
+def pod_info(pod: Pod) -> PodInfo:
     """The scheduling view of a wire pod; bad quantities are the caller's fault (4xx)."""
     try:
-        return PodInfo.from_k8s(pod.model_dump())
+        return PodInfo.from_k8s(pod.as_json())
     except (QuantityError, ValueError, TypeError) as exc:
         raise BadRequest(f"Pod: {exc}") from exc
+
+
+def node_json(node: Node) -> dict[str, Any]:
+    """A request's node object as it came in (only the fields that were sent, every one of them)."""
+    return node.model_dump(exclude_unset=True)
 
 
 def candidate_names(args: ExtenderArgs) -> list[str]:
     if args.NodeNames is not None:
         return list(args.NodeNames)
     if args.Nodes is not None:
-        return [str((item.get("metadata") or {}).get("name") or "") for item in args.Nodes.items]
+        return [item.metadata.name for item in args.Nodes.items]
     return []
 
 
@@ -59,7 +65,7 @@ class Scheduler:
         self.policy = policy
         self.gangs = gangs
 
-    async def snapshot(self, node_objects: list[dict[str, Any]] | None = None) -> Snapshot:
+    async def snapshot(self, node_objects: list[Node] | None = None) -> Snapshot:
         """The current snapshot; full node objects in the request refresh older records first."""
         try:
             if node_objects:
@@ -68,16 +74,15 @@ class Scheduler:
         except (RedisError, OSError) as exc:
             raise SnapshotUnavailable(f"cluster snapshot unavailable (Redis: {exc})") from exc
 
-    async def _refresh_nodes(self, node_objects: list[dict[str, Any]]) -> None:
+    async def _refresh_nodes(self, node_objects: list[Node]) -> None:
         """Write node facts the request knows better; a node this replica already has unchanged costs no I/O."""
         known = self.runtime.cache.current.nodes
         changed: list[NodeFacts] = []
         for item in node_objects:
             try:
-                facts = NodeFacts.from_k8s(item)
+                facts = NodeFacts.from_k8s(item.model_dump(exclude_none=True))
             except (QuantityError, ValueError, TypeError) as exc:
-                name = (item.get("metadata") or {}).get("name")
-                raise BadRequest(f"Nodes.items[{name}]: {exc}") from exc
+                raise BadRequest(f"Nodes.items[{item.metadata.name}]: {exc}") from exc
             info = known.get(facts.name)
             # resourceVersion alone changes on every kubelet heartbeat; it is not worth a write.
             if facts.name and (
@@ -122,7 +127,7 @@ class Scheduler:
         if args.NodeNames is None and args.Nodes is not None:
             keep = set(passing)
             # Echo the very objects that came in, in request order.
-            items = [i for i in args.Nodes.items if (i.get("metadata") or {}).get("name") in keep]
+            items = [node_json(i) for i in args.Nodes.items if i.metadata.name in keep]
             answer["Nodes"] = {"metadata": {}, "items": items}
         else:
             answer["NodeNames"] = passing

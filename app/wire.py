@@ -1,15 +1,15 @@
 """kube-scheduler's extender/v1 wire types, with the Go field names as JSON keys.
 
 kube-scheduler marshals these structs without json tags, so every key is capitalised.
-Kubernetes objects inside them (v1.Pod, v1.Node) are kept as the JSON that came in:
-we read what scheduling needs and echo node objects back unchanged.
+Kubernetes objects inside them (v1.Pod, v1.Node) are typed in app.kube_types for what
+scheduling reads and keep every other field, so node objects are echoed back unchanged.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict, Field
+
+from app.kube_types import Node, Pod
 
 
 class _Wire(BaseModel):
@@ -17,31 +17,11 @@ class _Wire(BaseModel):
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
 
-class ObjectMeta(BaseModel):
-    """The part of metav1.ObjectMeta we read; everything else is kept."""
-
-    model_config = ConfigDict(extra="allow")
-    name: str = ""
-    namespace: str = ""
-    uid: str = ""
-    labels: dict[str, str] | None = None
-    annotations: dict[str, str] | None = None
-
-
-class Pod(BaseModel):
-    """A v1.Pod; ``spec`` and ``status`` are read by the engine as plain JSON."""
-
-    model_config = ConfigDict(extra="allow")
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
-    spec: dict[str, Any] = Field(default_factory=dict)
-    status: dict[str, Any] = Field(default_factory=dict)
-
-
 class NodeList(BaseModel):
-    """A v1.NodeList; items are kept verbatim so passing nodes are echoed as they came."""
+    """A v1.NodeList; each item is checked for what we read and echoed back as it came."""
 
     model_config = ConfigDict(extra="allow")
-    items: list[dict[str, Any]] = Field(default_factory=list)
+    items: list[Node] = Field(default_factory=list)
 
 
 class ExtenderArgs(_Wire):

@@ -91,3 +91,52 @@ def test_server_survives_and_counts_errors(http: httpx.Client) -> None:
     assert 'extender_errors_total{kind="bad_request",verb="filter"}' in text
     assert 'extender_requests_total{code="400",verb="filter"}' in text
     assert "extender_request_duration_seconds_bucket" in text
+
+
+def _pod(spec: object) -> dict[str, object]:
+    return {"metadata": {"name": "p", "namespace": "d", "uid": "u"}, "spec": spec}
+
+
+HOSTILE = {
+    "containers-string": _pod({"containers": "x"}),
+    "requests-list": _pod({"containers": [{"name": "c", "resources": {"requests": ["cpu"]}}]}),
+    "quantity-bool": _pod({"containers": [{"name": "c", "resources": {"requests": {"cpu": True}}}]}),
+    "selector-number": _pod({"nodeSelector": {"disk": 1}}),
+    "affinity-string": _pod({"affinity": {"nodeAffinity": "x"}}),
+    "expression-values-dict": _pod(
+        {
+            "affinity": {
+                "podAntiAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": [
+                        {"labelSelector": {"matchExpressions": [{"key": "a", "operator": "In", "values": {"x": 1}}]}}
+                    ]
+                }
+            }
+        }
+    ),
+    "toleration-key-list": _pod({"tolerations": [{"key": ["a"], "operator": "Exists"}]}),
+    "spread-skew-string": _pod({"topologySpreadConstraints": [{"maxSkew": "one", "topologyKey": "zone"}]}),
+    "host-port-out-of-range": _pod({"containers": [{"name": "c", "ports": [{"containerPort": 1, "hostPort": 70000}]}]}),
+    "volume-source-string": _pod({"volumes": [{"name": "v", "gcePersistentDisk": "disk"}]}),
+    "image-number": _pod({"containers": [{"name": "c", "image": 5}]}),
+    "owner-references-dict": {"metadata": {"name": "p", "ownerReferences": {"kind": "x"}}},
+}
+
+
+@pytest.mark.parametrize("path", ["/filter", "/prioritize", "/v1/explain"])
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_hostile_pod_shapes_are_422_naming_the_field(http: httpx.Client, path: str, case: str) -> None:
+    r = http.post(path, json={"Pod": HOSTILE[case], "NodeNames": ["n"]})
+    assert r.status_code == 422, r.text
+    assert "Pod" in r.json()["detail"]
+
+
+def test_hostile_node_objects_are_422(http: httpx.Client) -> None:
+    node = {"metadata": {"name": "n"}, "spec": {"taints": "all"}, "status": {"allocatable": {"cpu": "4"}}}
+    r = http.post("/filter", json={"Pod": _pod({}), "Nodes": {"items": [node]}})
+    assert r.status_code == 422
+    assert "taints" in r.json()["detail"]
+    node = {"metadata": {"name": "n"}, "status": {"allocatable": {"cpu": "lots"}}}
+    r = http.post("/filter", json={"Pod": _pod({}), "Nodes": {"items": [node]}})
+    assert r.status_code == 422
+    assert "lots" in r.json()["detail"]

@@ -1,0 +1,250 @@
+"""The parts of core/v1 Pod and Node the engine reads, typed, so hostile shapes answer 422.
+
+Every model allows (and keeps) fields it does not name: only what scheduling reads is
+checked, with the types the Kubernetes API itself guarantees. A pod whose
+``spec.containers`` is a string, or whose selector values are numbers, is refused here
+with the path of the bad field, instead of failing deep inside a predicate.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
+
+# A resource.Quantity as JSON: normally a string ("250m"), numbers are accepted too.
+Quantity = StrictStr | StrictInt | StrictFloat
+ResourceList = dict[str, Quantity]
+Str = StrictStr
+Int = StrictInt
+StrList = list[StrictStr]
+
+
+class _Obj(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class ResourceRequirements(_Obj):
+    requests: ResourceList | None = None
+    limits: ResourceList | None = None
+
+
+class ContainerPort(_Obj):
+    containerPort: Int | None = None
+    hostPort: Annotated[int, Field(strict=True, ge=0, le=65535)] | None = None
+    protocol: Str | None = None
+    hostIP: Str | None = None
+
+
+class Container(_Obj):
+    name: Str = ""
+    image: Str | None = None
+    resources: ResourceRequirements | None = None
+    ports: list[ContainerPort] | None = None
+    restartPolicy: Str | None = None
+
+
+class LabelSelectorRequirement(_Obj):
+    key: Str
+    operator: Str
+    values: StrList | None = None
+
+
+class LabelSelector(_Obj):
+    matchLabels: dict[str, StrictStr] | None = None
+    matchExpressions: list[LabelSelectorRequirement] | None = None
+
+
+class NodeSelectorRequirement(_Obj):
+    key: Str
+    operator: Str
+    values: StrList | None = None
+
+
+class NodeSelectorTerm(_Obj):
+    matchExpressions: list[NodeSelectorRequirement] | None = None
+    matchFields: list[NodeSelectorRequirement] | None = None
+
+
+class NodeSelector(_Obj):
+    nodeSelectorTerms: list[NodeSelectorTerm] = Field(default_factory=list)
+
+
+class PreferredSchedulingTerm(_Obj):
+    weight: Int = 0
+    preference: NodeSelectorTerm = Field(default_factory=NodeSelectorTerm)
+
+
+class NodeAffinity(_Obj):
+    requiredDuringSchedulingIgnoredDuringExecution: NodeSelector | None = None
+    preferredDuringSchedulingIgnoredDuringExecution: list[PreferredSchedulingTerm] | None = None
+
+
+class PodAffinityTerm(_Obj):
+    labelSelector: LabelSelector | None = None
+    namespaces: StrList | None = None
+    namespaceSelector: LabelSelector | None = None
+    topologyKey: Str = ""
+    matchLabelKeys: StrList | None = None
+    mismatchLabelKeys: StrList | None = None
+
+
+class WeightedPodAffinityTerm(_Obj):
+    weight: Int = 0
+    podAffinityTerm: PodAffinityTerm = Field(default_factory=PodAffinityTerm)
+
+
+class PodAffinity(_Obj):
+    requiredDuringSchedulingIgnoredDuringExecution: list[PodAffinityTerm] | None = None
+    preferredDuringSchedulingIgnoredDuringExecution: list[WeightedPodAffinityTerm] | None = None
+
+
+class Affinity(_Obj):
+    nodeAffinity: NodeAffinity | None = None
+    podAffinity: PodAffinity | None = None
+    podAntiAffinity: PodAffinity | None = None
+
+
+class Toleration(_Obj):
+    key: Str | None = None
+    operator: Str | None = None
+    value: Str | None = None
+    effect: Str | None = None
+    tolerationSeconds: Int | None = None
+
+
+class TopologySpreadConstraint(_Obj):
+    maxSkew: Int = 1
+    topologyKey: Str = ""
+    whenUnsatisfiable: Str = ""
+    labelSelector: LabelSelector | None = None
+    minDomains: Int | None = None
+    nodeAffinityPolicy: Str | None = None
+    nodeTaintsPolicy: Str | None = None
+    matchLabelKeys: StrList | None = None
+
+
+class _DiskSource(_Obj):
+    readOnly: StrictBool | None = None
+
+
+class GCEPersistentDisk(_DiskSource):
+    pdName: Str = ""
+
+
+class AWSElasticBlockStore(_DiskSource):
+    volumeID: Str = ""
+
+
+class RBDVolume(_DiskSource):
+    monitors: StrList | None = None
+    pool: Str | None = None
+    image: Str = ""
+
+
+class ISCSIVolume(_DiskSource):
+    targetPortal: Str = ""
+    iqn: Str = ""
+    lun: Int = 0
+
+
+class PVCVolume(_DiskSource):
+    claimName: Str = ""
+
+
+class Volume(_Obj):
+    name: Str = ""
+    gcePersistentDisk: GCEPersistentDisk | None = None
+    awsElasticBlockStore: AWSElasticBlockStore | None = None
+    rbd: RBDVolume | None = None
+    iscsi: ISCSIVolume | None = None
+    persistentVolumeClaim: PVCVolume | None = None
+
+
+class PodSpec(_Obj):
+    containers: list[Container] = Field(default_factory=list)
+    initContainers: list[Container] | None = None
+    overhead: ResourceList | None = None
+    nodeName: Str | None = None
+    nodeSelector: dict[str, StrictStr] | None = None
+    affinity: Affinity | None = None
+    tolerations: list[Toleration] | None = None
+    topologySpreadConstraints: list[TopologySpreadConstraint] | None = None
+    volumes: list[Volume] | None = None
+    priority: Int | None = None
+    preemptionPolicy: Str | None = None
+    schedulerName: Str | None = None
+
+
+class OwnerReference(_Obj):
+    kind: Str = ""
+    name: Str = ""
+    uid: Str = ""
+    controller: StrictBool | None = None
+
+
+class ObjectMeta(_Obj):
+    """The part of metav1.ObjectMeta we read; everything else is kept."""
+
+    name: Str = ""
+    namespace: Str = ""
+    uid: Str = ""
+    resourceVersion: Str | None = None
+    labels: dict[str, StrictStr] | None = None
+    annotations: dict[str, StrictStr] | None = None
+    ownerReferences: list[OwnerReference] | None = None
+    deletionTimestamp: Str | None = None
+    creationTimestamp: Str | None = None
+
+
+class PodStatus(_Obj):
+    phase: Str | None = None
+    startTime: Str | None = None
+
+
+class Pod(_Obj):
+    """A v1.Pod."""
+
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: PodSpec = Field(default_factory=PodSpec)
+    status: PodStatus = Field(default_factory=PodStatus)
+
+    def as_json(self) -> dict[str, Any]:
+        """The pod as Kubernetes JSON again (fields that were not sent stay absent)."""
+        return self.model_dump(exclude_none=True)
+
+
+class Taint(_Obj):
+    key: Str = ""
+    value: Str | None = None
+    effect: Str = ""
+
+
+class NodeSpec(_Obj):
+    taints: list[Taint] | None = None
+    unschedulable: StrictBool | None = None
+
+
+class NodeCondition(_Obj):
+    type: Str = ""
+    status: Str = ""
+
+
+class ContainerImage(_Obj):
+    names: StrList | None = None
+    sizeBytes: Int | None = None
+
+
+class NodeStatus(_Obj):
+    allocatable: ResourceList | None = None
+    capacity: ResourceList | None = None
+    conditions: list[NodeCondition] | None = None
+    images: list[ContainerImage] | None = None
+
+
+class Node(_Obj):
+    """A v1.Node: validated for what we read; the request's own object is what gets echoed."""
+
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: NodeSpec = Field(default_factory=NodeSpec)
+    status: NodeStatus = Field(default_factory=NodeStatus)
