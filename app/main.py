@@ -67,9 +67,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if not settings.redis_url:
             raise RuntimeError("EXTENDER_REDIS_URL is not set (python -m app starts an embedded Redis for you)")
-        state.redis = aredis.Redis.from_url(
-            settings.redis_url, max_connections=settings.redis_max_connections, health_check_interval=10
+        # A blocking pool waits for a free connection instead of failing a burst; socket timeouts
+        # turn a half-open connection into an error the verbs report, instead of a hang.
+        pool = aredis.BlockingConnectionPool.from_url(
+            settings.redis_url,
+            max_connections=settings.redis_max_connections,
+            timeout=settings.redis_timeout_seconds,
+            socket_timeout=settings.redis_timeout_seconds,
+            socket_connect_timeout=settings.redis_timeout_seconds,
+            socket_keepalive=True,
+            health_check_interval=10,
         )
+        state.redis = aredis.Redis(connection_pool=pool)
         state.runtime = ClusterRuntime(state.redis, runtime_config(settings))
         state.gangs = GangService(
             state.redis, state.runtime, state.policy, gang_config(settings), replica_id=settings.replica_id

@@ -25,7 +25,10 @@ class Settings(BaseSettings):
         default=None, description="Redis URL; when unset, `python -m app` starts a private redis-server"
     )
     redis_prefix: str = Field(default="extender", description="prefix of every Redis key (one per cluster)")
-    redis_max_connections: int = Field(default=64, ge=1)
+    redis_max_connections: int = Field(default=64, ge=1, description="connection pool size per process")
+    redis_timeout_seconds: float = Field(
+        default=3.0, gt=0, description="Redis connect/read timeout and wait for a pooled connection"
+    )
     replica_id: str = Field(default_factory=_default_replica_id, description="this replica's name")
     policy_file: str | None = Field(default=None, description="YAML/JSON scheduling policy; built-in default if unset")
     max_body_bytes: int = Field(default=16 * 1024 * 1024, ge=1024, description="larger request bodies get 413")

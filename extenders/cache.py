@@ -208,8 +208,9 @@ class SnapshotCache:
             self.stats.full_loads += 1
             self.stats.last_full_load_seconds = time.perf_counter() - started
             # A 100k-pod snapshot is millions of objects; a full cyclic GC pass over them stalls a
-            # request for 100-300 ms. They hold no reference cycles (refcounting frees them when a
-            # later snapshot replaces them), so move them out of the collector's sight.
+            # request for 100-300 ms. Move them out of the collector's sight. Unfreezing first lets
+            # this collection reclaim cycles frozen by an earlier load (request frames, tasks).
+            gc.unfreeze()
             gc.collect()
             gc.freeze()
             return snap
