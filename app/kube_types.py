@@ -16,7 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, Stri
 Quantity = StrictStr | StrictInt | StrictFloat
 ResourceList = dict[str, Quantity]
 Str = StrictStr
-Int = StrictInt
+# Kubernetes integers are int32 unless said otherwise; bounding them keeps the engine's arithmetic sane.
+Int = Annotated[int, Field(strict=True, ge=-(2**31), le=2**31 - 1)]
+Int64 = Annotated[int, Field(strict=True, ge=-(2**63), le=2**63 - 1)]
 StrList = list[StrictStr]
 
 
@@ -110,7 +112,7 @@ class Toleration(_Obj):
     operator: Str | None = None
     value: Str | None = None
     effect: Str | None = None
-    tolerationSeconds: Int | None = None
+    tolerationSeconds: Int64 | None = None
 
 
 class TopologySpreadConstraint(_Obj):
@@ -232,7 +234,7 @@ class NodeCondition(_Obj):
 
 class ContainerImage(_Obj):
     names: StrList | None = None
-    sizeBytes: Int | None = None
+    sizeBytes: Int64 | None = None
 
 
 class NodeStatus(_Obj):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import orjson
@@ -12,4 +13,8 @@ class JSONAnswer(Response):
     media_type = "application/json"
 
     def render(self, content: Any) -> bytes:
-        return orjson.dumps(content)
+        try:
+            return orjson.dumps(content)
+        except orjson.JSONEncodeError:
+            # orjson stops at 64-bit integers; an echoed object may carry larger ones.
+            return json.dumps(content, separators=(",", ":")).encode()

@@ -76,6 +76,13 @@ def value(text: str | int | float) -> int:
     return _ceil(parse_quantity(text))
 
 
+# Kubernetes keeps resource amounts in int64; anything larger is not a real quantity.
+MAX_AMOUNT = 2**63 - 1
+
+
 def resource_amount(name: str, text: str | int | float) -> int:
     """Integer amount of one named resource in the unit the scheduler compares: millicores for cpu."""
-    return milli_value(text) if name == "cpu" else value(text)
+    amount = milli_value(text) if name == "cpu" else value(text)
+    if abs(amount) > MAX_AMOUNT:
+        raise QuantityError(f"quantity {text!r} of {name} is out of range")
+    return amount

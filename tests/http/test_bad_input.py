@@ -140,3 +140,25 @@ def test_hostile_node_objects_are_422(http: httpx.Client) -> None:
     r = http.post("/filter", json={"Pod": _pod({}), "Nodes": {"items": [node]}})
     assert r.status_code == 422
     assert "lots" in r.json()["detail"]
+
+
+def test_out_of_range_numbers_are_422_or_echoed(http: httpx.Client) -> None:
+    r = http.post("/filter", json={"Pod": _pod({"priority": 2**70}), "NodeNames": ["n"]})
+    assert r.status_code == 422 and "priority" in r.json()["detail"]
+    r = http.post(
+        "/filter",
+        json={
+            "Pod": _pod({"containers": [{"name": "c", "resources": {"requests": {"cpu": "1e30"}}}]}),
+            "NodeNames": ["n"],
+        },
+    )
+    assert r.status_code == 422 and "out of range" in r.json()["detail"]
+    # A node object with an unknown huge number is still echoed exactly (orjson cannot, json can).
+    node = {
+        "metadata": {"name": "big-0", "resourceVersion": "1"},
+        "status": {"allocatable": {"cpu": "4", "pods": "10"}},
+        "x": 2**80,
+    }
+    r = http.post("/filter", json={"Pod": _pod({}), "Nodes": {"items": [node]}})
+    assert r.status_code == 200
+    assert r.json()["Nodes"]["items"] == [node]
