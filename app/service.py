@@ -92,7 +92,14 @@ class Scheduler:
             ):
                 changed.append(facts)
         if changed:
-            await asyncio.gather(*(self.runtime.store.refresh_node_if_newer(f) for f in changed))
+            # Bounded, so a request with thousands of changed nodes cannot take every pooled connection.
+            limit = asyncio.Semaphore(16)
+
+            async def refresh(facts: NodeFacts) -> None:
+                async with limit:
+                    await self.runtime.store.refresh_node_if_newer(facts)
+
+            await asyncio.gather(*(refresh(f) for f in changed))
 
     async def filter(self, args: ExtenderArgs) -> dict[str, Any]:
         pod = pod_info(args.Pod)

@@ -152,3 +152,14 @@ def test_full_node_objects_refresh_the_snapshot_only_when_they_changed(http: htt
     stale = {**original, "metadata": {**original["metadata"], "resourceVersion": "3", "labels": {"disk": "tape"}}}
     http.post("/filter", json={"Pod": pod("fourth"), "Nodes": {"items": [stale]}})
     assert http.get("/v1/nodes/nr-0").json()["labels"] == {"disk": "ssd"}, "an older object must not win"
+
+
+def test_many_new_nodes_in_one_request_are_all_stored(http: httpx.Client) -> None:
+    # More changed nodes than the Redis pool has connections (64): none may fail the request.
+    nodes = [node(f"bulk-{i}") for i in range(300)]
+    r = http.post("/filter", json={"Pod": pod("bulk"), "Nodes": {"items": nodes}})
+    assert r.status_code == 200
+    assert r.json()["Error"] == ""
+    assert len(r.json()["Nodes"]["items"]) == 300
+    stored = {n["name"] for n in http.get("/v1/nodes").json()["nodes"]}
+    assert {f"bulk-{i}" for i in range(300)} <= stored
