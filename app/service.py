@@ -109,7 +109,11 @@ class Scheduler:
             snap = await self.snapshot(items)
         except SnapshotUnavailable as exc:
             return self._filter_answer(args, [], {}, {}, str(exc))
-        result = engine.filter_nodes(self.policy, pod, snap, names)
+        try:
+            result = engine.filter_nodes(self.policy, pod, snap, names)
+        except Exception as exc:  # a bug must fail this pod's cycle, not the HTTP request
+            log.exception("filter failed for %s", pod.key)
+            return self._filter_answer(args, [], {}, {}, f"internal error evaluating {pod.key}: {exc!r}")
         if result.passing:
             try:
                 verdict = await self.gangs.filter(pod, snap, result.passing)
@@ -150,7 +154,12 @@ class Scheduler:
             # kube-scheduler ignores prioritize errors; neutral scores keep it going.
             log.warning("prioritize answered neutral scores: snapshot unavailable")
             return [{"Host": n, "Score": 0} for n in names]
-        return [{"Host": h, "Score": s} for h, s in engine.prioritize_nodes(self.policy, pod, snap, names)]
+        try:
+            scores = engine.prioritize_nodes(self.policy, pod, snap, names)
+        except Exception:  # kube-scheduler ignores prioritize failures: neutral scores say the same
+            log.exception("prioritize failed for %s", pod.key)
+            scores = [(n, 0) for n in names]
+        return [{"Host": h, "Score": s} for h, s in scores]
 
     async def preempt(self, args: ExtenderPreemptionArgs) -> dict[str, Any]:
         """Re-check kube-scheduler's candidates against what only we know (PDBs, gangs, managed resources)."""
@@ -172,18 +181,29 @@ class Scheduler:
             log.warning("preempt answered no candidates: snapshot unavailable")
             return {"NodeNameToMetaVictims": {}}
         gang_of = self.gangs.gang_of(snap)
-        result = process_preemption(self.policy, pod, candidates, snap, victim_pods=victim_pods, gang_of=gang_of)
+        try:
+            result = process_preemption(self.policy, pod, candidates, snap, victim_pods=victim_pods, gang_of=gang_of)
+        except Exception:  # no answer we can vouch for: preempt nothing this cycle
+            log.exception("preempt failed for %s", pod.key)
+            return {"NodeNameToMetaVictims": {}}
         return to_wire(result)
 
     async def explain(self, args: ExplainArgs) -> dict[str, Any]:
         pod = pod_info(args.Pod)
         snap = await self.snapshot()
-        return engine.explain(self.policy, pod, snap, list(args.NodeNames) if args.NodeNames is not None else None)
+        try:
+            return engine.explain(self.policy, pod, snap, list(args.NodeNames) if args.NodeNames is not None else None)
+        except Exception as exc:
+            log.exception("explain failed for %s", pod.key)
+            raise BadRequest(f"cannot evaluate {pod.key}: {exc!r}") from exc
 
     async def bind(self, args: ExtenderBindingArgs) -> dict[str, Any]:
         try:
             return {"Error": await self.gangs.bind_args(args)}
-        except (RedisError, OSError) as exc:
+        except (RedisError, OSError, TimeoutError) as exc:
             # Nothing was bound: the binding is created only after the reservation in Redis succeeded.
             log.warning("bind of %s/%s failed: Redis unavailable: %s", args.PodNamespace, args.PodName, exc)
             return {"Error": f"bind failed: shared state unavailable (Redis: {exc}); nothing was bound"}
+        except Exception as exc:  # the Error field sends the pod back to the queue; a 500 would too, less clearly
+            log.exception("bind of %s/%s failed", args.PodNamespace, args.PodName)
+            return {"Error": f"bind of {args.PodNamespace}/{args.PodName} failed: internal error {exc!r}"}
