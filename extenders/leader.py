@@ -70,6 +70,7 @@ class LeaderElector:
         work: Work,
         lease_seconds: float = 15.0,
         restart_delay: float = 1.0,
+        max_restart_delay: float = 60.0,
     ) -> None:
         self.store = store
         self.replica_id = replica_id
@@ -78,6 +79,8 @@ class LeaderElector:
         self.lease_seconds = lease_seconds
         self.renew_interval = lease_seconds / 3
         self.restart_delay = restart_delay
+        self.max_restart_delay = max_restart_delay
+        self.work_restarts = 0  # restarts of the work after it failed, over this replica's life
         self.terms = 0  # leadership terms won by this replica
         self._lease: Lease | None = None
         self._task: asyncio.Task[None] | None = None
@@ -118,25 +121,42 @@ class LeaderElector:
                 continue
             await self._lead(attempt.lease)
 
+    def _start_work(self, lease: Lease) -> asyncio.Task[None]:
+        return asyncio.create_task(self.work(lease.epoch), name=f"leader-work-{lease.epoch}")
+
     async def _lead(self, lease: Lease) -> None:
         self._lease = lease
         self.terms += 1
         log.info("replica %s is the leader (epoch %d)", self.replica_id, lease.epoch)
         last_renewed = time.monotonic()
-        work: asyncio.Task[None] = asyncio.create_task(self.work(lease.epoch), name=f"leader-work-{lease.epoch}")
+        work: asyncio.Task[None] | None = self._start_work(lease)
+        started = time.monotonic()
+        failures = 0  # consecutive quick failures of the work: the restart delay doubles with each
+        restart_at = 0.0
         released = False
         try:
             while True:
                 raise_if_cancelling()
-                done, _ = await asyncio.wait([work], timeout=self.renew_interval)
-                if work in done:
-                    exc = None if work.cancelled() else work.exception()
-                    if exc is not None and _is_fenced(exc):
-                        log.warning("leader %s fenced out (epoch %d): stepping down", self.replica_id, lease.epoch)
-                        return
-                    log.error("leader work ended (%r); restarting it", exc)
-                    await asyncio.sleep(self.restart_delay)
-                    work = asyncio.create_task(self.work(lease.epoch), name=f"leader-work-{lease.epoch}")
+                if work is None:
+                    # Waiting out a restart delay; the lease is still renewed meanwhile.
+                    wait = restart_at - time.monotonic()
+                    if wait <= 0:
+                        work, started = self._start_work(lease), time.monotonic()
+                    else:
+                        await asyncio.sleep(min(wait, self.renew_interval))
+                if work is not None:
+                    done, _ = await asyncio.wait([work], timeout=self.renew_interval)
+                    if work in done:
+                        exc = None if work.cancelled() else work.exception()
+                        if exc is not None and _is_fenced(exc):
+                            log.warning("leader %s fenced out (epoch %d): stepping down", self.replica_id, lease.epoch)
+                            return
+                        # Work that ran for a good while was healthy: start the backoff over.
+                        failures = 1 if time.monotonic() - started > self.max_restart_delay else failures + 1
+                        delay = min(self.max_restart_delay, self.restart_delay * 2.0 ** (failures - 1))
+                        self.work_restarts += 1
+                        log.error("leader work ended (%r); restarting it in %.1fs", exc, delay)
+                        work, restart_at = None, time.monotonic() + delay
                 sent = time.monotonic()
                 try:
                     renewed = await asyncio.wait_for(
@@ -156,7 +176,8 @@ class LeaderElector:
             raise
         finally:
             self._lease = None
-            await cancel_and_wait(work)
+            if work is not None:
+                await cancel_and_wait(work)
             if released:
                 with contextlib.suppress(RedisError, OSError):
                     await asyncio.shield(self.store.release_lease(lease))

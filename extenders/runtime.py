@@ -67,6 +67,7 @@ class ClusterRuntime:
         self.watcher: Watcher | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._gen_samples: deque[tuple[float, int]] = deque()
+        self._gen_store_id = ""
 
     @property
     def sweep_interval(self) -> float:
@@ -163,7 +164,13 @@ class ClusterRuntime:
         now = time.monotonic()
         samples = self._gen_samples
         if not samples or now - samples[-1][0] >= min(60.0, self.config.tombstone_keep_seconds / 4):
-            samples.append((now, await self.store.generation()))
+            store_id, gen = await self.store.store_id(), await self.store.generation()
+            if store_id != self._gen_store_id:
+                # Redis lost its data: generations sampled before belong to another history, and
+                # compacting up to one of them would raise the floor above every replica.
+                samples.clear()
+                self._gen_store_id = store_id
+            samples.append((now, gen))
         upto = 0
         while samples and now - samples[0][0] >= self.config.tombstone_keep_seconds:
             upto = samples.popleft()[1]

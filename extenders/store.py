@@ -13,6 +13,9 @@ hash tag such as ``{extender}`` so every key lands in one slot):
                       that has no ``_node`` (yet), as in kube-scheduler's cache
 ``P:noderv``          hash node name -> resourceVersion of its stored facts (kept out of the record
                       so a heartbeat that changes nothing else does not bump the generation)
+``P:nodegone``        hash node name -> resourceVersion of the watcher's delete: a request carrying a
+                      copy no newer than that cannot bring the node back; ``P:nodegonez`` name -> time
+                      of the delete (ms), so markers older than a day are pruned
 ``P:podloc``          hash uid -> node name, for every placed pod
 ``P:pending``         hash uid -> PodInfo record of unbound, non-terminal pods; ``P:pendingz`` uid -> gen
 ``P:pdb``/``P:pdbz``  PodDisruptionBudgets by namespace/name
@@ -22,11 +25,17 @@ hash tag such as ``{extender}`` so every key lands in one slot):
 ``P:floor``           generation below which tombstones were compacted (older replicas reload)
 ``P:synced``          set by the leader once its initial list of every watched resource is written
 ``P:leader``          lease ``holder|epoch`` (SET PX); ``P:epoch`` fencing counter (INCR per term)
+``P:storeid``         random id of this history of the keys (SET NX by whoever first finds it
+                      missing): if Redis loses its data the generation restarts at 0 and the id
+                      changes, so a replica reloads instead of applying a delta from another
+                      history, and a leader from before the loss is fenced even if the new epoch
+                      counter reaches its epoch again
 """
 
 from __future__ import annotations
 
 import enum
+import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -86,8 +95,9 @@ class Op:
         return cls("N", facts.name, facts.resource_version, node_payload(facts))
 
     @classmethod
-    def delete_node(cls, name: str) -> Op:
-        return cls("n", name)
+    def delete_node(cls, name: str, resource_version: str = "") -> Op:
+        """``resource_version``: the deleted object's last one (or the list's, for a relist's delete)."""
+        return cls("n", name, resource_version)
 
     @classmethod
     def pod(cls, pod: PodInfo) -> Op:
@@ -152,6 +162,7 @@ class Lease:
     holder: str
     epoch: int
     value: str
+    store_id: str = ""  # the store history the term began in; writes outside it are fenced
 
 
 @dataclass(slots=True, frozen=True)
@@ -166,11 +177,12 @@ class CatchUp:
     """A replica's raw delta, decoded by ``extenders.cache``."""
 
     generation: int
-    reload: bool = False
+    reload: bool = False  # also set when the store id changed since this Store last saw it
     nodes: list[tuple[str, int, str, dict[str, bytes]]] | None = None  # (name, gen, rv, fields); {} = gone
     pending: list[tuple[str, bytes | None]] | None = None
     pdbs: list[tuple[str, bytes | None]] | None = None
     podgroups: list[tuple[str, bytes | None]] | None = None
+    store_id: str = ""  # the store history this reply comes from (see ``P:storeid``)
 
     @property
     def changed(self) -> bool:
@@ -203,6 +215,8 @@ class Store:
         prefix_only = "local P = ARGV[1]\nlocal K_LEADER = P .. ':leader'\nlocal K_EPOCH = P .. ':epoch'\n"
         for name in _LEASE_SCRIPTS:
             self._scripts[name] = redis.register_script(prefix_only + _lua(name))
+        self._fence: tuple[int, str] | None = None  # (epoch, store id) of the last lease acquired here
+        self._seen_store_id: str | None = None  # the store history of the last full load's index
 
     def key(self, *parts: str) -> str:
         return ":".join((self.prefix, *parts))
@@ -220,7 +234,10 @@ class Store:
 
         Raises FencedError (and writes nothing) when another term has started since.
         """
-        args: list[Any] = [str(epoch)]
+        fence = self._fence
+        # The epoch alone is not enough after Redis lost its data: the counter restarts and a new
+        # leader may get this very epoch again. The store id of the term tells the two apart.
+        args: list[Any] = [f"{epoch}@{fence[1]}" if fence and fence[0] == epoch else str(epoch)]
         for op in ops:
             args.extend((op.code, op.id, op.arg, op.payload))
         try:
@@ -297,10 +314,17 @@ class Store:
     # --- the leader lease ----------------------------------------------------------------------
 
     async def acquire_lease(self, holder: str, ttl: float) -> LeaseAttempt:
+        """Take the lease if free; the term is fenced by its epoch and the store id.
+
+        The store id is read first (two round trips): if the data is lost between the two, the
+        id this term carries is no longer the store's, so its writes are fenced (the safe way).
+        """
+        store_id = await self.store_id()
         reply = await self._run("lease_acquire", holder, int(ttl * 1000))
         epoch = int(reply[0])
         if epoch:
-            return LeaseAttempt(Lease(holder, epoch, f"{holder}|{epoch}"), 0)
+            self._fence = (epoch, store_id)
+            return LeaseAttempt(Lease(holder, epoch, f"{holder}|{epoch}", store_id), 0)
         return LeaseAttempt(None, max(0, int(reply[1])), _text(reply[2]))
 
     async def renew_lease(self, lease: Lease, ttl: float) -> bool:
@@ -319,6 +343,23 @@ class Store:
 
     # --- reads ---------------------------------------------------------------------------------
 
+    async def store_id(self) -> str:
+        """The id of the store's current history, created (SET NX) if missing."""
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.set(self.key("storeid"), secrets.token_hex(8), nx=True)
+            pipe.get(self.key("storeid"))
+            _, value = await pipe.execute()
+        return _text(value)
+
+    def _other_history(self, store_id: str) -> bool:
+        """True when a catch-up comes from another history than the last full load's (``node_index``).
+
+        Not consumed by asking: every catch-up says so until the caller loads in full again.
+        """
+        if self._seen_store_id is None:
+            self._seen_store_id = store_id
+        return self._seen_store_id != store_id
+
     async def generation(self) -> int:
         return int(await self.redis.get(self.key("gen")) or 0)
 
@@ -327,22 +368,36 @@ class Store:
         return _text(value) if value is not None else None
 
     async def catch_up(self, since: int, max_items: int) -> CatchUp:
-        """Everything changed after generation ``since``, read atomically (one round trip)."""
-        reply = await self._run("catchup", int(since), int(max_items))
-        gen = int(reply[0])
-        if len(reply) == 1:
-            return CatchUp(gen)
-        if _text(reply[1]) == "reload":
-            return CatchUp(gen, reload=True)
-        nodes = [(_text(n[0]), int(n[1]), _text(n[2]) if n[2] else "", _hash(n[3])) for n in reply[2]]
-        return CatchUp(gen, False, nodes, _pairs(reply[3]), _pairs(reply[4]), _pairs(reply[5]))
+        """Everything changed after generation ``since``, read atomically (one round trip).
+
+        ``reload`` is set as well when the store id differs from the one this Store's last
+        ``node_index`` (the start of a full load) saw: the data was lost and rebuilt since, so
+        generations from before mean nothing now (the caller must load everything again).
+        """
+        reply = await self._run("catchup", int(since), int(max_items), secrets.token_hex(8))
+        gen, store_id = int(reply[0]), _text(reply[1])
+        if self._other_history(store_id):
+            return CatchUp(gen, reload=True, store_id=store_id)
+        if len(reply) == 2:
+            return CatchUp(gen, store_id=store_id)
+        if _text(reply[2]) == "reload":
+            return CatchUp(gen, reload=True, store_id=store_id)
+        nodes = [(_text(n[0]), int(n[1]), _text(n[2]) if n[2] else "", _hash(n[3])) for n in reply[3]]
+        return CatchUp(gen, False, nodes, _pairs(reply[4]), _pairs(reply[5]), _pairs(reply[6]), store_id)
 
     async def node_index(self) -> tuple[int, dict[str, int]]:
-        """The cluster generation and every node's generation (tombstones included), read together."""
+        """The cluster generation and every node's generation (tombstones included), read together.
+
+        The store id is read with them and remembered, so the ``catch_up`` that ends a full load
+        reports ``reload`` if the data was lost in between.
+        """
         async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.set(self.key("storeid"), secrets.token_hex(8), nx=True)
+            pipe.get(self.key("storeid"))
             pipe.get(self.key("gen"))
             pipe.zrange(self.key("nodes"), 0, -1, withscores=True)
-            gen, scored = await pipe.execute()
+            _, store_id, gen, scored = await pipe.execute()
+        self._seen_store_id = _text(store_id)
         return int(gen or 0), {_text(n): int(s) for n, s in scored}
 
     async def node_hashes(self, names: Sequence[str], batch: int = 256) -> dict[str, dict[str, bytes]]:

@@ -62,9 +62,23 @@ def _node_name(obj: dict[str, Any]) -> str:
     return str(_meta(obj).get("name") or "")
 
 
+def _delete_node(obj: dict[str, Any]) -> Op:
+    """The delete carries the object's last resourceVersion: a request-borne copy no newer stays out."""
+    return Op.delete_node(_node_name(obj), str(_meta(obj).get("resourceVersion") or ""))
+
+
+def _describe(kind: str, obj: Any) -> str:
+    """``kind namespace/name`` of an object that may be malformed, for a log line that must not raise."""
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    if not isinstance(meta, dict):
+        return f"{kind} <no metadata>"
+    namespace, name = meta.get("namespace"), meta.get("name")
+    return f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
+
+
 NODES = Resource(
     "nodes", "/api/v1/nodes",
-    lambda o: Op.node(NodeFacts.from_k8s(o)), lambda o: Op.delete_node(_node_name(o)), _node_name, "noderv",
+    lambda o: Op.node(NodeFacts.from_k8s(o)), _delete_node, _node_name, "noderv",
 )
 PODS = Resource(
     "pods", "/api/v1/pods",
@@ -80,6 +94,8 @@ PODGROUPS = Resource(
     "podgroup",
 )
 _TRANSIENT = (httpx.HTTPError, KubeApiError, RedisError, OSError, ValueError)
+# Answers to the PodGroup probe that mean "not for us": no CRD, or RBAC does not allow it.
+_PODGROUPS_UNAVAILABLE = (401, 403, 404)
 
 
 @dataclass(slots=True)
@@ -117,6 +133,7 @@ class Watcher:
         backoff_initial: float = 0.2,
         backoff_max: float = 10.0,
         podgroup_recheck_seconds: float = 60.0,
+        min_watch_seconds: float = 1.0,
     ) -> None:
         self.kube = kube
         self.store = store
@@ -126,13 +143,15 @@ class Watcher:
         self.backoff_initial = backoff_initial
         self.backoff_max = backoff_max
         self.podgroup_recheck_seconds = podgroup_recheck_seconds
+        self.min_watch_seconds = min_watch_seconds
+        self._podgroups_warned = False
         self.stats = WatcherStats()
         self._listed: set[str] = set()
         self._required: set[str] = set()
 
     async def run(self) -> None:
         """Feed the store until cancelled; raises FencedError when this term is over."""
-        podgroups = await self._retry(self.kube.has_podgroups)
+        podgroups = await self._retry(self._has_podgroups)
         resources = [NODES, PODS, PDBS] + ([PODGROUPS] if podgroups else [])
         self._required = {r.kind for r in resources}
         async with asyncio.TaskGroup() as group:
@@ -140,6 +159,22 @@ class Watcher:
                 group.create_task(self._run_resource(resource), name=f"watch-{resource.kind}")
             if not podgroups:
                 group.create_task(self._await_podgroups(), name="watch-podgroups-discovery")
+
+    async def _has_podgroups(self) -> bool:
+        """The PodGroup probe: 401/403/404 mean "no PodGroups" (warned once), never a reason to wait.
+
+        Only a transient failure (connection, 5xx) is retried, so nodes and pods are always watched
+        even when RBAC does not grant podgroups.
+        """
+        try:
+            return await self.kube.has_podgroups()
+        except KubeApiError as exc:
+            if isinstance(exc, GoneError) or exc.status not in _PODGROUPS_UNAVAILABLE:
+                raise
+            if not self._podgroups_warned:
+                self._podgroups_warned = True
+                log.warning("podgroups not readable (%s): running without PodGroups; will re-check", exc)
+            return False
 
     async def _retry(self, call: Callable[[], Any]) -> Any:
         failures = 0
@@ -161,7 +196,7 @@ class Watcher:
         while True:
             await asyncio.sleep(self.podgroup_recheck_seconds)
             with contextlib.suppress(*_TRANSIENT):
-                if await self.kube.has_podgroups():
+                if await self._has_podgroups():
                     log.info("PodGroup CRD found: watching podgroups")
                     await self._run_resource(PODGROUPS)
                     return
@@ -176,8 +211,17 @@ class Watcher:
                 if not rv:
                     rv = await self._relist(resource)
                     await self._listed_once(resource.kind)
+                events, started = stats.events, time.monotonic()
                 rv = await self._watch(resource, rv)
-                failures = 0
+                if stats.events == events and time.monotonic() - started < self.min_watch_seconds:
+                    # Ended at once with nothing in it (a proxy or server closing streams): do not
+                    # turn that into a hot loop of watch requests.
+                    failures += 1
+                    delay = self._backoff(failures)
+                    log.info("%s: watch ended at once with no events; re-watching in %.1fs", resource.kind, delay)
+                    await asyncio.sleep(delay)
+                else:
+                    failures = 0
             except GoneError:
                 stats.gone += 1
                 log.info("%s: resourceVersion %s expired (410); relisting", resource.kind, rv)
@@ -204,10 +248,31 @@ class Watcher:
             log.info("initial list of %s written: store synced", ", ".join(sorted(self._required)))
 
     def _upsert(self, resource: Resource, obj: dict[str, Any]) -> Op | None:
+        """The object's write, or None (logged) when it cannot be converted.
+
+        Any exception, not just the expected parse errors: one malformed object must cost only
+        itself, never the watcher (a crash would relist everything, again and again).
+        """
         try:
             return resource.upsert(obj)
         except (QuantityError, ValueError, TypeError, KeyError) as exc:
-            log.warning("%s %s skipped: %s", resource.kind, resource.identity(obj), exc)
+            log.warning("%s skipped: %s", _describe(resource.kind, obj), exc)
+        except Exception:
+            log.exception("%s skipped: unexpected error converting it", _describe(resource.kind, obj))
+        return None
+
+    def _delete(self, resource: Resource, obj: dict[str, Any]) -> Op | None:
+        try:
+            return resource.delete(obj)
+        except Exception:
+            log.exception("%s: delete skipped: malformed object", _describe(resource.kind, obj))
+            return None
+
+    def _identity(self, resource: Resource, obj: dict[str, Any]) -> str | None:
+        try:
+            return resource.identity(obj)
+        except Exception:
+            log.exception("%s skipped: no identity", _describe(resource.kind, obj))
             return None
 
     async def _relist(self, resource: Resource) -> str:
@@ -219,7 +284,10 @@ class Watcher:
         listed: set[str] = set()
         ops: list[Op] = []
         for obj in listing.items:
-            listed.add(resource.identity(obj))
+            key = self._identity(resource, obj)
+            if key is None:
+                continue
+            listed.add(key)
             op = self._upsert(resource, obj)
             if op is not None:
                 ops.append(op)
@@ -228,7 +296,11 @@ class Watcher:
             stored |= await self.store.hash_keys("pending")
             ops.extend(Op.delete_pod_unless_assumed(uid) for uid in stored - listed)
         else:
-            ops.extend(resource.delete({"metadata": self._identity_meta(resource, key)}) for key in stored - listed)
+            # A vanished object's last resourceVersion is unknown; the list's is at least as new.
+            ops.extend(
+                resource.delete({"metadata": self._identity_meta(resource, key, listing.resource_version)})
+                for key in stored - listed
+            )
         for start in range(0, len(ops), self.batch_size):
             raise_if_cancelling()
             await self.store.apply(self.epoch, ops[start : start + self.batch_size])
@@ -241,11 +313,11 @@ class Watcher:
         return listing.resource_version
 
     @staticmethod
-    def _identity_meta(resource: Resource, key: str) -> dict[str, str]:
+    def _identity_meta(resource: Resource, key: str, rv: str) -> dict[str, str]:
         if resource is NODES:
-            return {"name": key}
+            return {"name": key, "resourceVersion": rv}
         namespace, _, name = key.partition("/")
-        return {"namespace": namespace, "name": name}
+        return {"namespace": namespace, "name": name, "resourceVersion": rv}
 
     async def _watch(self, resource: Resource, rv: str) -> str:
         """Apply events until the server ends the stream; returns the last resourceVersion written."""
@@ -295,16 +367,20 @@ class Watcher:
         ops: list[Op] = []
         rv = stats.resource_version
         for event in events:
-            obj = event.get("object") or {}
+            obj = event.get("object") if isinstance(event, dict) else None
+            if not isinstance(obj, dict) or not isinstance(obj.get("metadata") or {}, dict):
+                log.warning("%s: malformed watch event skipped: %.200r", resource.kind, event)
+                continue
             kind = event.get("type")
+            op: Op | None = None
             if kind in ("ADDED", "MODIFIED"):
                 op = self._upsert(resource, obj)
-                if op is not None:
-                    ops.append(op)
             elif kind == "DELETED":
-                ops.append(resource.delete(obj))
+                op = self._delete(resource, obj)
             elif kind != "BOOKMARK":
                 log.warning("%s: unexpected watch event type %r", resource.kind, kind)
+            if op is not None:
+                ops.append(op)
             rv = str(_meta(obj).get("resourceVersion") or rv)
         if ops:
             await self.store.apply(self.epoch, ops)

@@ -1,22 +1,45 @@
--- The watcher's fenced batch write. ARGV: prefix, epoch, then groups of four:
--- op, id, arg, payload. Ops: N node upsert (arg = resourceVersion), n node delete,
--- P pod upsert (arg = node name or '' when unbound), p pod delete, q pod delete unless assumed,
--- D/d PDB upsert/delete, G/g PodGroup upsert/delete, S synced marker (payload).
+-- The watcher's fenced batch write. ARGV: prefix, fence, then groups of four:
+-- op, id, arg, payload. Ops: N node upsert (arg = resourceVersion), n node delete (arg = the
+-- deleted object's resourceVersion, or ''), P pod upsert (arg = node name or '' when unbound),
+-- p pod delete, q pod delete unless assumed, D/d PDB upsert/delete, G/g PodGroup upsert/delete,
+-- S synced marker (payload).
+-- The fence is 'epoch@storeid' (or a bare epoch): both must be current. After Redis lost its
+-- data the epoch counter restarts, so a new leader may hold an old leader's epoch number; the
+-- store id (new per history) still tells them apart.
 -- Unchanged records are skipped, so a batch that changes nothing bumps nothing.
-if redis.call('GET', K_EPOCH) ~= ARGV[2] then
-  return redis.error_reply('FENCED writer epoch ' .. ARGV[2] .. ' is not the current epoch ' ..
-    tostring(redis.call('GET', K_EPOCH)))
+local epoch, fence_sid = string.match(ARGV[2], '^([^@]*)@?(.*)$')
+if redis.call('GET', K_EPOCH) ~= epoch or (fence_sid ~= '' and redis.call('GET', K_STOREID) ~= fence_sid) then
+  return redis.error_reply('FENCED writer ' .. ARGV[2] .. ' is not the current term ' ..
+    tostring(redis.call('GET', K_EPOCH)) .. '@' .. tostring(redis.call('GET', K_STOREID)))
 end
+
+local GONE_KEEP_MS = 86400000
 
 local function put_node(name, rv, payload)
   redis.call('HSET', K_NODERV, name, rv)
+  redis.call('HDEL', K_NODEGONE, name)
+  redis.call('ZREM', K_NODEGONEZ, name)
   if redis.call('HGET', K_NODE .. name, '_node') ~= payload then
     redis.call('HSET', K_NODE .. name, '_node', payload)
     touch(name)
   end
 end
 
-local function del_node(name)
+-- Leaves a marker (the delete's resourceVersion, else the last stored one) so a request-borne
+-- refresh carrying a copy of the node from before the delete cannot write it back.
+local function del_node(name, rv)
+  local last = redis.call('HGET', K_NODERV, name)
+  if rv == '' then rv = last end
+  if rv then
+    local now = now_ms()
+    redis.call('HSET', K_NODEGONE, name, rv)
+    redis.call('ZADD', K_NODEGONEZ, now, name)
+    local old = redis.call('ZRANGEBYSCORE', K_NODEGONEZ, '-inf', now - GONE_KEEP_MS, 'LIMIT', 0, 100)
+    if #old > 0 then
+      redis.call('HDEL', K_NODEGONE, unpack(old))
+      redis.call('ZREM', K_NODEGONEZ, unpack(old))
+    end
+  end
   redis.call('HDEL', K_NODERV, name)
   if redis.call('HDEL', K_NODE .. name, '_node') == 1 then touch(name) end
 end
@@ -57,7 +80,7 @@ for i = 3, #ARGV, 4 do
   elseif op == 'p' then del_pod(id, false)
   elseif op == 'q' then del_pod(id, true)
   elseif op == 'N' then put_node(id, arg, payload)
-  elseif op == 'n' then del_node(id)
+  elseif op == 'n' then del_node(id, arg)
   elseif op == 'D' then put_item(K_PDB, K_PDBZ, 'd:', id, payload)
   elseif op == 'd' then del_item(K_PDB, K_PDBZ, 'd:', id)
   elseif op == 'G' then put_item(K_PODGROUP, K_PODGROUPZ, 'g:', id, payload)

@@ -19,6 +19,9 @@ local K_FLOOR = P .. ':floor'
 local K_SYNCED = P .. ':synced'
 local K_EPOCH = P .. ':epoch'
 local K_LEADER = P .. ':leader'
+local K_STOREID = P .. ':storeid'
+local K_NODEGONE = P .. ':nodegone'
+local K_NODEGONEZ = P .. ':nodegonez'
 
 local new_gen = nil
 local function bump()

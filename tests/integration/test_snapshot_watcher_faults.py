@@ -1,0 +1,158 @@
+"""The watcher under hostile answers: RBAC denying PodGroups, malformed objects, watches that end at
+once, and a node deleted while requests still carry stale copies of it."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import redis.asyncio as aredis
+
+from extenders.cache import SnapshotCache
+from extenders.kube.client import KubeClient
+from extenders.kube.config import build_http_client
+from extenders.leader import cancel_and_wait
+from extenders.model import NodeFacts
+from extenders.store import Store
+from extenders.watcher import Watcher
+from tests.fake_kube.client import make_node, make_pod, make_podgroup
+from tests.integration.test_snapshot_watcher import eventually
+from tests.plugins.fake_kube import FakeKube
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+async def kube(fake_kube: FakeKube) -> AsyncIterator[KubeClient]:
+    http = build_http_client("on", url=fake_kube.url, token=fake_kube.token)
+    assert http is not None
+    client = KubeClient(http)
+    yield client
+    await client.aclose()
+
+
+@pytest.fixture
+async def store(redis_async: aredis.Redis, redis_prefix: str) -> Store:
+    return Store(redis_async, redis_prefix)
+
+
+async def start(kube: KubeClient, store: Store, **kw: Any) -> tuple[Watcher, asyncio.Task[None]]:
+    attempt = await store.acquire_lease("test#0", 60)
+    assert attempt.lease is not None
+    kw.setdefault("backoff_initial", 0.05)
+    kw.setdefault("backoff_max", 0.5)
+    watcher = Watcher(kube, store, attempt.lease.epoch, **kw)
+    return watcher, asyncio.create_task(watcher.run())
+
+
+async def test_podgroups_forbidden_by_rbac_still_watches_nodes_and_pods(
+    fake_kube: FakeKube, kube: KubeClient, store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake_kube.client.create(make_node("n1"))
+    fake_kube.client.create(make_pod("p1", cpu="100m", node_name="n1"))
+    fake_kube.client.create(make_podgroup("gang", min_member=2))
+    fake_kube.client.add_fault(403, match="podgroups", count=None, message="podgroups is forbidden")
+    caplog.set_level(logging.WARNING, logger="extenders.watcher")
+    watcher, task = await start(kube, store, podgroup_recheck_seconds=0.2)
+    try:
+        await eventually(store.synced)
+        snap = await SnapshotCache(store).refresh()
+        assert snap.nodes["n1"].node is not None and len(snap.nodes["n1"].pods) == 1
+        assert "podgroups" not in watcher.stats.resources
+        await asyncio.sleep(0.5)  # a few re-checks, still denied: warned once, not per re-check
+        assert sum("podgroups not readable" in r.getMessage() for r in caplog.records) == 1
+        # RBAC fixed later: the periodic re-check starts the PodGroup watch
+        fake_kube.client.clear_faults()
+        await eventually(lambda: store.get_podgroup("default", "gang"))
+        assert not task.done()
+    finally:
+        await cancel_and_wait(task)
+
+
+async def test_a_malformed_object_is_skipped_not_a_crash(
+    fake_kube: FakeKube, kube: KubeClient, store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake_kube.client.create(make_node("n1"))
+    bad = make_node("bad-node")
+    bad["spec"]["taints"] = ["not-a-taint"]  # conversion raises AttributeError
+    fake_kube.client.create(bad)
+    caplog.set_level(logging.WARNING, logger="extenders.watcher")
+    watcher, task = await start(kube, store)
+    try:
+        await eventually(store.synced)
+        # a malformed pod arriving through the watch
+        broken = make_pod("broken", cpu="100m", node_name="n1")
+        broken["spec"]["containers"] = ["not-a-container"]
+        fake_kube.client.create(broken)
+        fake_kube.client.create(make_pod("fine", cpu="100m", node_name="n1"))
+        cache = SnapshotCache(store)
+
+        async def fine_seen() -> bool:
+            snap = await cache.refresh()
+            return "n1" in snap.nodes and {p.name for p in snap.nodes["n1"].pods.values()} == {"fine"}
+
+        await eventually(fine_seen)
+        assert "bad-node" not in (await cache.refresh()).nodes
+        assert not task.done()
+        # no restart, no relist: one list per resource
+        assert watcher.stats.of("nodes").lists == 1 and watcher.stats.of("pods").lists == 1
+        messages = [r.getMessage() for r in caplog.records]
+        assert any("nodes bad-node skipped" in m for m in messages), messages
+        assert any("pods default/broken skipped" in m for m in messages), messages
+    finally:
+        await cancel_and_wait(task)
+
+
+class InstantlyEndingWatches(KubeClient):
+    """A proxy that answers every watch with an empty 200 and closes it straight away."""
+
+    def __init__(self, inner: KubeClient) -> None:
+        super().__init__(inner.http)
+        self.watches = 0
+
+    async def watch(
+        self, path: str, resource_version: str, timeout_seconds: int = 300
+    ) -> AsyncIterator[dict[str, Any]]:
+        self.watches += 1
+        for _ in ():
+            yield {}
+
+
+async def test_watches_ending_at_once_back_off(fake_kube: FakeKube, kube: KubeClient, store: Store) -> None:
+    fake_kube.client.create(make_node("n1"))
+    proxy = InstantlyEndingWatches(kube)
+    _, task = await start(proxy, store, backoff_initial=0.05, backoff_max=0.4)
+    try:
+        await eventually(store.synced)
+        before = proxy.watches
+        await asyncio.sleep(1.5)
+        # 4 resources; a hot loop would make thousands of watch calls, a backoff capped at
+        # 0.4 s (with jitter, at least 0.2 s) a few per resource
+        assert 4 <= proxy.watches - before <= 4 * 10, proxy.watches - before
+        assert not task.done()
+    finally:
+        await cancel_and_wait(task)
+
+
+async def test_a_node_deleted_in_the_watch_is_not_revived_by_a_stale_request(
+    fake_kube: FakeKube, kube: KubeClient, store: Store
+) -> None:
+    created = fake_kube.client.create(make_node("n1"))
+    _, task = await start(kube, store)
+    try:
+        await eventually(store.synced)
+        stale = NodeFacts.from_k8s(created)
+        fake_kube.client.delete("Node", "n1", namespace=None)
+
+        async def gone() -> bool:
+            return (await store.read_node("n1"))[0] is None
+
+        await eventually(gone)
+        # kube-scheduler's cache still has the node and sends it with a filter request
+        assert not await store.refresh_node_if_newer(stale)
+        assert (await store.read_node("n1"))[0] is None
+    finally:
+        await cancel_and_wait(task)
