@@ -200,10 +200,15 @@ class Binder:
             return Check(snapshot, info.generation, error=error)
         return Check(snapshot, info.generation)
 
+    @property
+    def attempts(self) -> int:
+        """Fit check + reservation attempts per call: ``cas_retries``, but always at least one."""
+        return max(1, self.cas_retries)
+
     async def reserve(self, pod: PodInfo, node: str, ttl: float) -> Check:
         """Validate and reserve atomically (CAS on the node generation, re-validating on a race)."""
         async with self.node_lock(node):
-            for _attempt in range(self.cas_retries):
+            for _attempt in range(self.attempts):
                 checked = self.check(pod, node, await self.runtime.snapshot())
                 if checked.error or checked.bound_here:
                     return checked
@@ -218,13 +223,31 @@ class Binder:
                     checked.error = f"pod {pod.key} is already bound to node {result.node}"
                     return checked
                 # CONFLICT: the node changed since the check; look again.
-        return Check(checked.snapshot, error=f"node {node} kept changing while reserving {pod.key}; try again")
+            checked.error = f"node {node} kept changing while reserving {pod.key}; try again"
+            return checked
 
     async def api_bind(self, pod: PodInfo, node: str) -> BindResult:
+        """Create the Binding, at most ``api_concurrency`` at once. A call that queued for a slot
+        longer than a third of the reservation TTL pushes its reservation out first, and does not
+        bind when the reservation is gone (expired: the capacity may be someone else's by now)."""
         kube = self.runtime.kube
         if kube is None:
             return BindResult(BindStatus.ERROR, "no Kubernetes API is configured: cannot create the Binding")
+        loop = asyncio.get_running_loop()
+        queued = loop.time()
         async with self._api_slots:
+            if loop.time() - queued > self.assumed_ttl_seconds / 3:
+                try:
+                    kept = await self.runtime.store.touch_assumed(pod.uid, self.assumed_ttl_seconds)
+                except (RedisError, OSError) as exc:
+                    log.warning("could not extend the reservation of %s before binding: %s", pod.key, exc)
+                    kept = True  # unknown: it was valid a moment ago; bind rather than drop a gang member
+                if not kept:
+                    return BindResult(
+                        BindStatus.ERROR,
+                        f"the reservation of {pod.key} on {node} expired while waiting for an API slot; "
+                        "not binding on capacity that may be taken",
+                    )
             return await kube.bind_pod(pod.namespace, pod.name, pod.uid, node)
 
     @staticmethod

@@ -51,7 +51,7 @@ class GangConfig:
     queue_idle_seconds: float = 60.0  # a queued / admitted gang with no activity this long loses its place
     poll_interval_seconds: float = 0.5  # held calls re-read their gang this often (pub/sub wakes sooner)
     sweep_interval_seconds: float = 1.0  # each replica drops lapsed arrivals and closes windows this often
-    assumed_ttl_seconds: float = 60.0  # a bound pod's reservation until the watch confirms it
+    assumed_ttl_seconds: float = 60.0  # a permitted or bound member's reservation (until bound and confirmed)
     cas_retries: int = 8  # re-validations when a node changed between fit check and reservation
     api_bind_concurrency: int = 8  # Binding requests one replica has in flight at once
     use_podgroup_timeout: bool = True  # a PodGroup's scheduleTimeoutSeconds overrides the window

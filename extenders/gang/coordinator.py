@@ -57,7 +57,7 @@ class BindCoordinator:
         window = ref.window_seconds or self.config.window_seconds
         binder = self.binder
         async with binder.node_lock(target.node):
-            for _attempt in range(binder.cas_retries):
+            for _attempt in range(binder.attempts):
                 snapshot = await binder.runtime.snapshot()
                 checked = binder.check(pod, target.node, snapshot)
                 if checked.error:
@@ -125,8 +125,12 @@ class BindCoordinator:
             return await self._bind_permitted(target, pod, ref, token)
         if waited.outcome is Outcome.REJECTED:
             return f"{waited.why}; cooling down for {self.config.cooldown_seconds:g}s"
-        with contextlib.suppress(RedisError, OSError):
-            await self.store.done(ref.key, pod.uid, token, bound=False)
+        # Bounded like the wait: a hung Redis must not hold the answer (the reservation then
+        # lapses with its hold TTL).
+        with contextlib.suppress(RedisError, OSError, TimeoutError):
+            await asyncio.wait_for(
+                self.store.done(ref.key, pod.uid, token, bound=False), timeout=self.config.arrival_lease_seconds
+            )
         return waited.why
 
     async def _bind_permitted(self, target: BindTarget, pod: PodInfo, ref: GangRef, token: str) -> str:

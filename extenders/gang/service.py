@@ -90,6 +90,9 @@ class GangService:
                 if removed:
                     log.info("removed idle gang bookkeeping: %s", ", ".join(removed[:10]))
             except (RedisError, OSError) as exc:
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise asyncio.CancelledError from exc  # stopping: the client turned it into an error
                 log.warning("gang sweep failed: %s", exc)
 
     # --- the bind verb -------------------------------------------------------------------------

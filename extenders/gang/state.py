@@ -148,8 +148,9 @@ class GangStore:
         score: int,
         placed_uids: Sequence[str] = (),
     ) -> ArriveResult:
-        """Reserve and record a member's arrival; ``placed_uids``: the gang's members the caller's
-        snapshot shows bound or held (those still placed in Redis count toward the quorum)."""
+        """Reserve and record a member's arrival; ``placed_uids``: the gang's live (not terminating)
+        members the caller's snapshot shows bound or held (those still placed in Redis count toward
+        the quorum; bound arrivals of earlier calls count only through this list)."""
         c = self.config
         rec = pod.to_record()
         rec["node"] = node
@@ -170,6 +171,7 @@ class GangStore:
             score,
             c.max_assembling,
             _ms(c.queue_idle_seconds),
+            _ms(c.assumed_ttl_seconds),
             *placed_uids,
         )
         status = ArriveStatus(_text(reply[0]))

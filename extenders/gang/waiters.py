@@ -24,10 +24,16 @@ from extenders.gang.state import GangStore
 log = logging.getLogger(__name__)
 
 
+def _cancelling() -> bool:
+    """Whether the current task was asked to stop (a library may have swallowed the CancelledError)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
 class Outcome(enum.Enum):
     PERMITTED = "permitted"
     REJECTED = "rejected"
-    LOST = "lost"  # the arrival is gone: its lease lapsed, or a newer call for the pod replaced it
+    LOST = "lost"  # the arrival is gone: its lease lapsed, its pod was deleted, or a newer call replaced it
     ERROR = "error"  # Redis stayed unreachable, or the wait outlived every deadline
 
 
@@ -75,7 +81,15 @@ class Waiters:
         else:
             entry.wake.set()
         try:
-            return await asyncio.shield(held.future)
+            # The poller decides; this bound only matters when it cannot (a Redis call hanging):
+            # the held call still ends by its deadline.
+            return await asyncio.wait_for(asyncio.shield(held.future), timeout=max(timeout, 0.0) + 0.5)
+        except TimeoutError:
+            if held.future.done():
+                return held.future.result()
+            why = f"gang {gang}: gave up waiting for a decision (Redis did not answer in time)"
+            held.future.set_result(WaitResult(Outcome.ERROR, why))
+            return held.future.result()
         finally:
             entry.held.pop(token, None)
             if not entry.held and (entry.task is None or entry.task.done()) and self._gangs.get(gang) is entry:
@@ -111,24 +125,37 @@ class Waiters:
                     break
                 sleep = interval
                 try:
-                    result = await self.store.poll(entry.key, [(h.uid, h.token) for h in pending])
+                    # A hung call counts as a failed one, so the lease check below still runs.
+                    result = await asyncio.wait_for(
+                        self.store.poll(entry.key, [(h.uid, h.token) for h in pending]), timeout=lease
+                    )
                     last_ok = time.monotonic()
-                except (RedisError, OSError) as exc:
-                    log.warning("gang %s: polling Redis failed: %s", entry.key, exc)
+                except (RedisError, OSError, TimeoutError) as exc:
+                    if _cancelling():
+                        raise asyncio.CancelledError from exc
+                    detail = str(exc) or type(exc).__name__
+                    log.warning("gang %s: polling Redis failed: %s", entry.key, detail)
                     if time.monotonic() - last_ok > lease:
-                        why = f"gang {entry.key}: Redis unreachable for longer than the arrival lease ({exc})"
+                        why = f"gang {entry.key}: Redis unreachable for longer than the arrival lease ({detail})"
                         for h in pending:
-                            h.future.set_result(WaitResult(Outcome.ERROR, why))
+                            if not h.future.done():
+                                h.future.set_result(WaitResult(Outcome.ERROR, why))
                         break
                     await self._sleep(entry, min(interval, 0.2))
                     continue
                 now = time.monotonic()
                 for h, mine in zip(pending, result.mine, strict=True):
+                    if h.future.done():  # its wait ended meanwhile (deadline passed while polling)
+                        continue
                     if result.state == "rejected":
                         h.future.set_result(WaitResult(Outcome.REJECTED, result.why))
                     elif not mine:
                         h.future.set_result(
-                            WaitResult(Outcome.LOST, f"gang {entry.key}: the arrival of {h.uid} lapsed or was replaced")
+                            WaitResult(
+                                Outcome.LOST,
+                                f"gang {entry.key}: the arrival of {h.uid} is gone (its lease lapsed, "
+                                "its pod was deleted or its reservation expired, or a newer call replaced it)",
+                            )
                         )
                     elif result.state == "permitted":
                         h.future.set_result(WaitResult(Outcome.PERMITTED))
@@ -177,6 +204,9 @@ class GangEvents:
                     self.waiters.wake(gang)
             except (RedisError, OSError) as exc:
                 self.connected.clear()
+                if _cancelling():
+                    # The client may turn our cancellation into a connection error: stop anyway.
+                    raise asyncio.CancelledError from exc
                 log.warning("gang pub/sub lost (%s); polling covers until it is back", exc)
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 5.0)

@@ -1,19 +1,24 @@
 -- A gang member's bind call arrives: reserve its node and record it, in one step.
 -- ARGV: prefix, cooldown ms, gang, uid, node, pod record (payload), expected node generation
 -- ('' = unconditional), hold ttl ms, arrival json {pod, node, replica, t, st}, lease ms,
--- window ms, min members, order score, max assembling, queue idle ms, then the uids of the
--- members the caller's snapshot shows placed (bound or held); only those still placed now count.
+-- window ms, min members, order score, max assembling, queue idle ms, assumed ttl ms, then the
+-- uids of the live members the caller's snapshot shows placed (bound or held, not terminating);
+-- only those still placed now count.
 -- Returns {'rejected', why, cool ms left} | {'notadmitted', position, assembling gangs} |
 --   {'conflict', node generation} | {'bound', node} | {'permitted', held, bound} |
 --   {'wait', ms left in the window, held, bound}
 local gk, uid, node, payload, expected = ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local hold_ttl, info, lease = tonumber(ARGV[8]), ARGV[9], tonumber(ARGV[10])
 local window, minimum, score = tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13])
-local max_asm, idle = tonumber(ARGV[14]), tonumber(ARGV[15])
+local max_asm, idle, assumed_ttl = tonumber(ARGV[14]), tonumber(ARGV[15]), tonumber(ARGV[16])
+local FIRST_PLACED = 17
 
--- Live members other than this pod: held arrivals (they have leases), and members placed in
--- the snapshot right now (bound, bound by us and not yet confirmed, or permitted and binding),
--- from the caller's list and the gang's own arrivals. Returns (held, others).
+-- Live members other than this pod: held arrivals (they have leases; maintain() has dropped
+-- those whose pod is no longer placed), and members placed right now: the caller's live placed
+-- members (bound, or reserved and binding) and the gang's arrivals still in flight ('w': permitted
+-- and binding, not yet in the caller's snapshot). An arrival that ended bound ('b') counts only
+-- through the caller's list: after a job restart the old incarnation's pods stay placed while
+-- they terminate, and must not make the new one look complete. Returns (held, others).
 local function live_members()
   local seen, held, others = {}, 0, 0
   for _, u in ipairs(redis.call('ZRANGE', k_lease(gk), 0, -1)) do
@@ -28,8 +33,11 @@ local function live_members()
       others = others + 1
     end
   end
-  for i = 16, #ARGV do placed(ARGV[i]) end
-  for _, u in ipairs(redis.call('HKEYS', k_arr(gk))) do placed(u) end
+  for i = FIRST_PLACED, #ARGV do placed(ARGV[i]) end
+  local arr = redis.call('HGETALL', k_arr(gk))
+  for i = 1, #arr, 2 do
+    if cjson.decode(arr[i + 1]).st == 'w' then placed(arr[i]) end
+  end
   return held, others
 end
 
@@ -58,16 +66,20 @@ local function main()
   if failed then return failed end
   redis.call('HSET', k_arr(gk), uid, info)
   redis.call('HSET', h, 'min', minimum, 'bound', others)
-  if state == 'permitted' then return {'permitted', held + 1, others} end
+  if state == 'permitted' then
+    redis.call('ZADD', K_ASSUMED, 'XX', now + assumed_ttl, uid)  -- it binds now, as in permit()
+    return {'permitted', held + 1, others}
+  end
   redis.call('ZADD', k_lease(gk), now + lease, uid)
   redis.call('SADD', G_ACTIVE, gk)
+  redis.call('HSET', h, 'arrived', now)
   local deadline = tonumber(redis.call('HGET', h, 'deadline') or '')
   if not deadline then
     deadline = now + window
     redis.call('HSET', h, 'first', now, 'deadline', deadline, 'window', window)
   end
   if held + 1 + others >= minimum then
-    permit(gk, now)
+    permit(gk, now, assumed_ttl)
     return {'permitted', held + 1, others}
   end
   return {'wait', deadline - now, held + 1, others}

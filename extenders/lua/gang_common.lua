@@ -3,7 +3,10 @@
 -- rejection (ms). Times are Redis's clock (now_ms), so replicas' clocks never matter.
 --
 -- P:gang:{gang}      hash: min, state ('' assembling | 'permitted' | 'rejected'), first, deadline,
---                    window (ms), cool (ms), why, bound (members bound before arriving), touched
+--                    window (ms), cool (ms), why, bound (members bound before arriving), touched,
+--                    admitted (ms: when it last got an assembling slot), arrived (ms: its last
+--                    held arrival), yielded (ms: when it gave up its slot for having nothing
+--                    arrived for too long; its queue score from then on)
 -- P:gangarr:{gang}   hash uid -> cjson {pod, node, replica, t (call token), st ('w' held | 'b' bound)}
 -- P:ganglease:{gang} zset uid -> lease deadline of a held arrival (its replica refreshes it)
 -- P:gangs            zset gang -> last activity (idle clean-up, listing)
@@ -45,10 +48,15 @@ local function reject(gk, now, why)
   redis.call('PUBLISH', G_CHAN, gk)
 end
 
--- Once permitted, arrivals need no lease: each call binds at once, and a reservation whose call
--- died before binding lapses with its hold TTL (the assumed-pod expiry), not with the short lease,
--- so a slow API server cannot make a binding in flight lose its reservation.
-local function permit(gk, now)
+-- Once permitted, arrivals need no lease: each call binds at once. Every held member's reservation
+-- is pushed out to the assumed-pod TTL (``ttl`` ms), the same as a bound pod waiting for the watch:
+-- members of a large gang queue for API slots, and the short hold TTL must not lapse meanwhile (a
+-- call that died before binding leaves its reservation to lapse with that TTL).
+local function permit(gk, now, ttl)
+  local arr = redis.call('HGETALL', k_arr(gk))
+  for i = 1, #arr, 2 do
+    if cjson.decode(arr[i + 1]).st ~= 'b' then redis.call('ZADD', K_ASSUMED, 'XX', now + ttl, arr[i]) end
+  end
   redis.call('DEL', k_lease(gk))
   redis.call('SREM', G_ACTIVE, gk)
   redis.call('HSET', k_state(gk), 'state', 'permitted', 'permitted_at', now)
@@ -58,13 +66,19 @@ local function permit(gk, now)
   redis.call('PUBLISH', G_CHAN, gk)
 end
 
--- Bring a gang up to date: drop arrivals whose lease lapsed (their replica died; their
--- reservations go too), close a window that ran out, end a cool-down. Returns the state.
+-- Bring a gang up to date: drop held arrivals whose lease lapsed (their replica died; their
+-- reservations go too) or whose pod is no longer placed (the watch saw it deleted, or its
+-- reservation expired), close a window that ran out, end a cool-down. Returns the state.
 local function maintain(gk, now)
   local h = k_state(gk)
   local st = redis.call('HMGET', h, 'state', 'deadline', 'cool', 'min', 'bound', 'window')
   local state = st[1] or ''
-  local dead = redis.call('ZRANGEBYSCORE', k_lease(gk), '-inf', now)
+  local dead = {}
+  local leases = redis.call('ZRANGE', k_lease(gk), 0, -1, 'WITHSCORES')
+  for i = 1, #leases, 2 do
+    local u = leases[i]
+    if tonumber(leases[i + 1]) <= now or redis.call('HEXISTS', K_PODLOC, u) == 0 then dead[#dead + 1] = u end
+  end
   if #dead > 0 then
     for _, uid in ipairs(dead) do
       local raw = redis.call('HGET', k_arr(gk), uid)
@@ -102,17 +116,43 @@ local function maintain(gk, now)
   return state
 end
 
+-- An admitted gang with nothing arrived may keep its slot for IDLE from its admission: members
+-- that pass filter but never reach bind must not block every other gang. Past that it yields
+-- the slot and queues again behind the gangs waiting now (its score becomes the yield time).
+local function overstayed(gk, now, idle)
+  if redis.call('HLEN', k_arr(gk)) > 0 then return false end
+  local st = redis.call('HMGET', k_state(gk), 'admitted', 'arrived')
+  if not st[1] then
+    redis.call('HSET', k_state(gk), 'admitted', now)  -- admitted before this field existed
+    return false
+  end
+  local since = math.max(tonumber(st[1]) or 0, tonumber(st[2] or '') or 0)
+  return now - since >= idle
+end
+
+local function yield_slot(gk, now)
+  redis.call('ZREM', G_ASM, gk)
+  redis.call('HSET', k_state(gk), 'yielded', now)
+end
+
 -- Admission to the assembling set: first come by order score (then name), at most MAX at once.
--- A gang already admitted stays so; admitted gangs idle past IDLE with nothing held leave, and
--- queued gangs nobody asked about for IDLE lose their place. Returns (admitted, position).
+-- A gang already admitted stays so (within the limit above); admitted gangs idle past IDLE with
+-- nothing held leave, and queued gangs nobody asked about for IDLE lose their place.
+-- Returns (admitted, position).
 local function admit(gk, now, score, max_asm, idle)
   if redis.call('ZSCORE', G_ASM, gk) then
-    redis.call('ZADD', G_ASM, now, gk)
-    return true, 0
+    if not overstayed(gk, now, idle) then
+      redis.call('ZADD', G_ASM, now, gk)
+      return true, 0
+    end
+    yield_slot(gk, now)
   end
+  local yielded = tonumber(redis.call('HGET', k_state(gk), 'yielded') or '')
+  if yielded then score = math.max(score, yielded) end
   redis.call('ZADD', G_QUEUE, 'LT', score, gk)
   for _, other in ipairs(redis.call('ZRANGE', G_ASM, 0, -1)) do
     maintain(other, now)  -- a closed window or lapsed arrivals free the slot now, not at the next sweep
+    if redis.call('ZSCORE', G_ASM, other) and overstayed(other, now, idle) then yield_slot(other, now) end
   end
   for _, other in ipairs(redis.call('ZRANGEBYSCORE', G_ASM, '-inf', now - idle)) do
     if redis.call('HLEN', k_arr(other)) == 0 then redis.call('ZREM', G_ASM, other) end
@@ -132,6 +172,8 @@ local function admit(gk, now, score, max_asm, idle)
   if ahead >= free then return false, ahead + 1 end
   redis.call('ZREM', G_QUEUE, gk)
   redis.call('ZADD', G_ASM, now, gk)
+  redis.call('HSET', k_state(gk), 'admitted', now)
+  redis.call('HDEL', k_state(gk), 'yielded')
   return true, 0
 end
 

@@ -1,7 +1,9 @@
 -- A replica's held calls of one gang check in: refresh their arrival leases and reservations,
 -- and read the gang's state. ARGV: prefix, cooldown ms, gang, lease ms, hold ttl ms, then
 -- pairs uid, token. Returns {state, why, ms left in the window or -1, ms of cool-down left or -1,
--- one 1/0 per pair: the arrival is still this call's}.
+-- one 1/0 per pair: the arrival is still this call's and its pod still reserved}. maintain()
+-- drops a held arrival whose pod is no longer placed (deleted while its call was held), so that
+-- call reads 0 (lost) and answers an error instead of keeping a dead member in the quorum.
 local gk, lease, hold_ttl = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 
 local function main()
@@ -16,7 +18,7 @@ local function main()
     local mine = 0
     if raw then
       local rec = cjson.decode(raw)
-      if rec.t == ARGV[i + 1] then
+      if rec.t == ARGV[i + 1] and (rec.st == 'b' or redis.call('HEXISTS', K_PODLOC, ARGV[i]) == 1) then
         mine = 1
         any = true
         if rec.st ~= 'b' then

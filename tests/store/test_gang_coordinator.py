@@ -267,3 +267,92 @@ async def test_polling_still_releases_when_pubsub_messages_are_lost(replicas: Fa
     assert await asyncio.wait_for(held, 2.0) == ""
     assert time.monotonic() - started < 1.0
     assert services[0].events.messages == 0
+
+
+# --- regressions ----------------------------------------------------------------------------------
+
+
+async def test_a_member_deleted_while_held_answers_an_error_and_stops_counting(replicas: Factory) -> None:
+    services = await replicas(window_seconds=10)
+    kube = kube_of(replicas)
+    pods = [member(f"g-{i}", "g", 2) for i in range(3)]
+    await setup(services, kube, [gpu_node("n1", 8)], pods)
+    store = services[0].runtime.store
+    doomed = asyncio.create_task(services[0].bind(*target(pods[0], "n1")))
+
+    async def held() -> bool:
+        status = await services[1].gang_status("default", "g")
+        return status is not None and len(status["arrived"]) == 1
+
+    await wait_for(held)
+    await apply(store, [Op.delete_pod(pods[0]["metadata"]["uid"])])  # the watch sees it deleted
+    error = await asyncio.wait_for(doomed, 2.0)
+    assert "is gone" in error and "deleted" in error
+    replacement = asyncio.create_task(services[1].bind(*target(pods[1], "n1")))
+    await asyncio.sleep(0.3)
+    assert not replacement.done() and kube.bound == {}  # one live member of two: still held
+    assert await services[2].bind(*target(pods[2], "n1")) == ""
+    assert await asyncio.wait_for(replacement, 2.0) == ""
+    assert sorted(kube.bound) == ["default/g-1", "default/g-2"]
+
+
+async def test_a_restarted_job_does_not_bind_its_new_pods_one_at_a_time(replicas: Factory) -> None:
+    services = await replicas(window_seconds=0.6, cooldown_seconds=5)
+    kube = kube_of(replicas)
+    old = [member(f"old-{i}", "g", 2) for i in range(2)]
+    new = [member(f"new-{i}", "g", 2) for i in range(2)]
+    await setup(services, kube, [gpu_node("n1", 8)], old)
+    store = services[0].runtime.store
+    assert await asyncio.gather(*(services[i].bind(*target(p, "n1")) for i, p in enumerate(old))) == ["", ""]
+    # The job restarts: the watch sees the old pods bound and terminating, and the new pods.
+    gone = []
+    for p in old:
+        info = PodInfo.from_k8s(p)
+        info.node_name, info.phase, info.deletion_timestamp = "n1", "Running", "2024-01-01T00:10:00Z"
+        gone.append(Op.pod(info))
+    for p in new:
+        kube.add(p)
+    await apply(store, [*gone, *(Op.pod(PodInfo.from_k8s(p)) for p in new)])
+    error = await services[1].bind(*target(new[0], "n1"))
+    assert "gang default/g rejected" in error and "only 1 of the 2 required members" in error
+    assert "default/new-0" not in kube.bound
+
+
+async def test_binder_with_no_cas_retries_still_tries_once(redis_async: aredis.Redis, redis_prefix: str) -> None:
+    from extenders.binder import Binder
+
+    store = Store(redis_async, redis_prefix)
+    pod = member("p", None)
+    await seed(store, [gpu_node("n1")], [pod])
+    binder = Binder(LocalRuntime(store), cas_retries=0)
+    checked = await binder.reserve(PodInfo.from_k8s(pod), "n1", 30)
+    assert checked.error == "" and await store.placed_pods() == {pod["metadata"]["uid"]: "n1"}
+
+
+async def test_a_reservation_lost_while_queued_for_an_api_slot_is_not_bound(
+    redis_async: aredis.Redis, redis_prefix: str
+) -> None:
+    from extenders.binder import Binder, BindTarget
+
+    class SlowKube(RecordingKube):
+        async def bind_pod(self, namespace: str, name: str, uid: str, node: str) -> Any:
+            await asyncio.sleep(0.3)
+            return await super().bind_pod(namespace, name, uid, node)
+
+    store = Store(redis_async, redis_prefix)
+    first, second, third = member("p1", None), member("p2", None), member("p3", None)
+    kube = SlowKube()
+    for p in (first, second, third):
+        kube.add(p)
+    await seed(store, [gpu_node("n1")], [first, second, third])
+    binder = Binder(LocalRuntime(store, kube), assumed_ttl_seconds=0.6, api_concurrency=1)  # type: ignore[arg-type]
+    calls = [asyncio.create_task(binder.bind(BindTarget(*target(p, "n1")))) for p in (first, second, third)]
+    await asyncio.sleep(0.15)
+    await store.forget_pod(third["metadata"]["uid"])  # its reservation expires while it queues
+    results = await asyncio.gather(*calls)
+    assert results[:2] == ["", ""]
+    assert "expired while waiting for an API slot" in results[2]
+    assert "default/p3" not in kube.bound
+    # The second queued past a third of the TTL: its reservation was pushed out before binding.
+    deadlines = await store.assumed_pods()
+    assert deadlines[second["metadata"]["uid"]] > deadlines[first["metadata"]["uid"]] + 200

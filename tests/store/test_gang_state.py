@@ -11,8 +11,8 @@ import redis.asyncio as aredis
 from extenders.gang.config import GangConfig
 from extenders.gang.state import ArriveResult, ArriveStatus, FilterStatus, GangStore
 from extenders.model import PodInfo
-from extenders.store import Store
-from tests.gang_support import gpu_node, member, seed
+from extenders.store import Op, Store
+from tests.gang_support import apply, gpu_node, member, seed
 
 
 def pods(gang: str, n: int, minimum: int) -> list[PodInfo]:
@@ -294,3 +294,109 @@ async def test_a_slow_bind_after_the_permit_keeps_its_reservation(store: Store) 
     deadlines = await store.assumed_pods()
     assert await g.done_many("default/a", [(m.uid, "t", True) for m in members]) == [True, True]
     assert all(v > deadlines[k] for k, v in (await store.assumed_pods()).items())  # now waiting for the watch
+
+
+# --- regressions ----------------------------------------------------------------------------------
+
+
+async def test_a_member_deleted_while_held_no_longer_counts_toward_the_quorum(store: Store) -> None:
+    await seed(store, [gpu_node("n1")])
+    g = gangs(store)
+    a, b, c = pods("a", 3, 2)
+    assert (await arrive(g, a, "n1", 2, token="ta")).status is ArriveStatus.WAIT
+    await apply(store, [Op.delete_pod(a.uid)])  # the watch sees a deleted: its reservation goes
+    polled = await g.poll("default/a", [(a.uid, "ta")])
+    assert polled.mine == [False]  # its held call is told it lost the arrival
+    _, records = await g.read(["default/a"])
+    assert a.uid not in records[0].arrivals
+    assert await store.redis.zscore(f"{store.prefix}:ganglease:default/a", a.uid) is None
+    # The replacement alone is one live member of two: it waits; a second live one completes it.
+    replacement = await arrive(g, b, "n1", 2, token="tb")
+    assert (replacement.status, replacement.held, replacement.bound) == (ArriveStatus.WAIT, 1, 0)
+    assert (await arrive(g, c, "n1", 2, token="tc")).status is ArriveStatus.PERMITTED
+    assert set(await store.placed_pods()) == {b.uid, c.uid}
+
+
+async def test_a_held_member_deleted_before_the_next_arrival_is_dropped_by_it(store: Store) -> None:
+    await seed(store, [gpu_node("n1")])
+    g = gangs(store)
+    a, b = pods("a", 2, 2)
+    await arrive(g, a, "n1", 2, token="ta")
+    await apply(store, [Op.delete_pod(a.uid)])
+    # Nobody polled in between: the arrival itself must not count the dead member.
+    assert (await arrive(g, b, "n1", 2, token="tb")).status is ArriveStatus.WAIT
+
+
+async def test_a_restarted_job_assembles_again_despite_its_terminating_bound_pods(store: Store) -> None:
+    await seed(store, [gpu_node("n1")])
+    g = gangs(store)
+    old = pods("a", 2, 2)
+    await arrive(g, old[0], "n1", 2, token="t0")
+    assert (await arrive(g, old[1], "n1", 2, token="t1")).status is ArriveStatus.PERMITTED
+    await g.done_many("default/a", [(old[0].uid, "t0", True), (old[1].uid, "t1", True)])
+    # The watch sees the old pods bound, then terminating (job restart); they stay placed meanwhile.
+    for p in old:
+        p.node_name = "n1"
+        p.deletion_timestamp = "2024-01-01T00:10:00Z"
+    await apply(store, [Op.pod(p) for p in old])
+    assert set(await store.placed_pods()) == {p.uid for p in old}
+    new = pods("a", 2, 2)
+    # The caller's snapshot lists no live placed member: the old pods terminate.
+    first = await arrive(g, new[0], "n1", 2, token="n0", bound=[])
+    assert (first.status, first.held, first.bound) == (ArriveStatus.WAIT, 1, 0)
+    assert (await arrive(g, new[1], "n1", 2, token="n1", bound=[])).status is ArriveStatus.PERMITTED
+
+
+async def test_members_binding_after_the_permit_count_before_any_snapshot_shows_them(store: Store) -> None:
+    await seed(store, [gpu_node("n1")])
+    g = gangs(store)
+    a, b, late = pods("a", 3, 2)
+    await arrive(g, a, "n1", 2, token="ta")
+    assert (await arrive(g, b, "n1", 2, token="tb")).status is ArriveStatus.PERMITTED
+    # a and b are binding right now ('w' arrivals): a late member joins the running gang at once.
+    result = await arrive(g, late, "n1", 2, token="tl", bound=[])
+    assert (result.status, result.bound) == (ArriveStatus.PERMITTED, 2)
+
+
+async def test_the_permit_extends_every_held_reservation_to_the_assumed_ttl(store: Store) -> None:
+    await seed(store, [gpu_node("n1")])
+    g = gangs(store, arrival_lease_seconds=0.1, assumed_ttl_seconds=30.0)  # hold ttl 0.3 s
+    a, b, late = pods("a", 3, 2)
+    await arrive(g, a, "n1", 2, token="ta")
+    before = (await store.assumed_pods())[a.uid]
+    assert (await arrive(g, b, "n1", 2, token="tb")).status is ArriveStatus.PERMITTED
+    await arrive(g, late, "n1", 2, token="tl", bound=[a.uid, b.uid])
+    deadlines = await store.assumed_pods()
+    assert deadlines[a.uid] > before + 25_000
+    assert deadlines[b.uid] > before + 25_000 and deadlines[late.uid] > before + 25_000
+    # Members queueing for API slots outlive the hold TTL without losing their reservations.
+    await asyncio.sleep(0.4)
+    assert await store.expire_assumed() == []
+    assert set(await store.placed_pods()) == {a.uid, b.uid, late.uid}
+
+
+async def test_an_admitted_gang_nothing_arrives_for_yields_its_slot(store: Store) -> None:
+    g = gangs(store, queue_idle_seconds=0.3)
+    assert (await g.filter("default/a", True, 10, 2)).status is FilterStatus.ADMITTED
+    # a's members keep passing filter but never reach bind; c (younger) waits behind it.
+    for _ in range(2):
+        assert (await g.filter("default/c", True, 50, 2)).status is FilterStatus.QUEUED
+        assert (await g.filter("default/a", True, 10, 2)).status is FilterStatus.ADMITTED
+        await asyncio.sleep(0.1)
+    await asyncio.sleep(0.15)
+    assert (await g.filter("default/c", True, 50, 2)).status is FilterStatus.ADMITTED
+    behind = await g.filter("default/a", True, 10, 2)  # older, but it had its turn: back of the queue
+    assert behind.status is FilterStatus.QUEUED and behind.position == 1 and behind.assembling == ("default/c",)
+    d = await g.filter("default/d", True, 30, 2)
+    assert d.status is FilterStatus.QUEUED and d.position == 1  # ahead of a, despite a's older score
+    assert (await g.filter("default/a", True, 10, 2)).position == 2
+
+
+async def test_an_admitted_gang_with_members_held_keeps_its_slot(store: Store) -> None:
+    await seed(store, [gpu_node("n1")])
+    g = gangs(store, queue_idle_seconds=0.2)
+    a0 = pods("a", 1, 3)[0]
+    assert (await arrive(g, a0, "n1", 3, score=10)).status is ArriveStatus.WAIT
+    await asyncio.sleep(0.3)
+    assert (await g.filter("default/c", True, 50, 2)).status is FilterStatus.QUEUED
+    assert (await g.filter("default/a", True, 10, 3)).status is FilterStatus.ADMITTED
