@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -27,6 +26,7 @@ from extenders.gang.membership import GangIndexCache, GangMembers, gang_of_for, 
 from extenders.gang.state import FilterStatus, GangStore
 from extenders.gang.status import gang_document
 from extenders.gang.waiters import GangEvents, Waiters
+from extenders.leader import cancel_and_wait
 from extenders.model import PodInfo
 from extenders.policy import Policy
 from extenders.snapshot import Snapshot
@@ -74,11 +74,9 @@ class GangService:
         self._tasks.append(asyncio.create_task(self._sweep_loop(), name="gang-sweep"))
 
     async def stop(self) -> None:
+        # cancel_and_wait re-cancels: redis-py can swallow a cancellation (Python 3.11's wait_for).
         for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+            await cancel_and_wait(task)
         self._tasks.clear()
         await self.waiters.stop()
 

@@ -20,6 +20,7 @@ from redis.exceptions import RedisError
 
 from extenders.gang.config import GangConfig
 from extenders.gang.state import GangStore
+from extenders.leader import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -103,10 +104,7 @@ class Waiters:
     async def stop(self) -> None:
         tasks = [g.task for g in self._gangs.values() if g.task is not None]
         for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+            await cancel_and_wait(task)
         for entry in self._gangs.values():
             for held in entry.held.values():
                 if not held.future.done():
