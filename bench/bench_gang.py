@@ -76,9 +76,7 @@ def _pod(name: str, namespace: str, gang: str, size: int) -> dict[str, Any]:
             "annotations": {GANG_MIN: str(size)},
         },
         "spec": {
-            "containers": [
-                {"name": "main", "image": "pause", "resources": {"requests": {"cpu": "100m", GPU: "1"}}}
-            ]
+            "containers": [{"name": "main", "image": "pause", "resources": {"requests": {"cpu": "100m", GPU: "1"}}}]
         },
     }
 
@@ -95,7 +93,8 @@ async def post_json(url: str, path: str, body: dict[str, Any]) -> dict[str, Any]
     try:
         writer.write(
             f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n".encode() + payload
+            f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n".encode()
+            + payload
         )
         await writer.drain()
         status = await reader.readline()
@@ -122,7 +121,8 @@ class Bench:
         self.kube_url = f"http://127.0.0.1:{kube_port}"
         self._spawn(
             [sys.executable, "-m", "tests.fake_kube", "--port", str(kube_port), "--token", self.token],
-            {}, log_dir / "fake-kube.log",
+            {},
+            log_dir / "fake-kube.log",
         )
         _wait_http(f"{self.kube_url}/healthz", self.procs[-1])
         self.api = httpx.Client(base_url=self.kube_url, headers={"Authorization": f"Bearer {self.token}"}, timeout=30)
@@ -188,8 +188,12 @@ class Bench:
 
             async def bind(i: int) -> str:
                 meta = pods[i]["metadata"]
-                body = {"PodName": meta["name"], "PodNamespace": namespace, "PodUID": meta["uid"],
-                        "Node": nodes[i // GPUS_PER_NODE]}
+                body = {
+                    "PodName": meta["name"],
+                    "PodNamespace": namespace,
+                    "PodUID": meta["uid"],
+                    "Node": nodes[i // GPUS_PER_NODE],
+                }
                 error: str = (await post_json(self.urls[i % len(self.urls)], "/bind", body))["Error"]
                 return error
 
@@ -219,8 +223,12 @@ class Bench:
 
             async def one(pod: dict[str, Any]) -> None:
                 meta = pod["metadata"]
-                body = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": meta["name"], "uid": meta["uid"]},
-                        "target": {"apiVersion": "v1", "kind": "Node", "name": "node-0"}}
+                body = {
+                    "apiVersion": "v1",
+                    "kind": "Binding",
+                    "metadata": {"name": meta["name"], "uid": meta["uid"]},
+                    "target": {"apiVersion": "v1", "kind": "Node", "name": "node-0"},
+                }
                 async with slots:
                     resp = await http.post(f"/api/v1/namespaces/{namespace}/pods/{meta['name']}/binding", json=body)
                 resp.raise_for_status()
@@ -315,13 +323,15 @@ async def _main(sizes: list[int], repeat: int, replicas: int) -> dict[str, Any]:
                 runs = [await bench.run_once(size, r) for r in range(repeat)]
                 api = [await bench.api_only(size, r) for r in range(repeat)]
                 coord = [await coordination(size, bench.redis.url) for _ in range(repeat)]
-                results.append({
-                    "gang_size": size,
-                    "release_ms": _ms([r["release_s"] for r in runs]),
-                    "api_only_ms": _ms(api),
-                    "coordination_ms": _ms(coord),
-                    "arrival_phase_s_median": round(statistics.median(r["arrival_phase_s"] for r in runs), 3),
-                })
+                results.append(
+                    {
+                        "gang_size": size,
+                        "release_ms": _ms([r["release_s"] for r in runs]),
+                        "api_only_ms": _ms(api),
+                        "coordination_ms": _ms(coord),
+                        "arrival_phase_s_median": round(statistics.median(r["arrival_phase_s"] for r in runs), 3),
+                    }
+                )
             return {
                 "benchmark": "gang release: last member's bind call -> every member's call answered, bound",
                 "replicas": replicas,

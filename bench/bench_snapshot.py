@@ -49,9 +49,7 @@ def node_object(i: int) -> dict[str, Any]:
         "spec": {"taints": [{"key": "dedicated", "value": "batch", "effect": "NoSchedule"}] if i % 10 == 0 else []},
         "status": {
             "allocatable": {"cpu": "15890m", "memory": "63Gi", "pods": "110", "ephemeral-storage": "95Gi"},
-            "conditions": [
-                {"type": t, "status": "False"} for t in ("MemoryPressure", "DiskPressure", "PIDPressure")
-            ]
+            "conditions": [{"type": t, "status": "False"} for t in ("MemoryPressure", "DiskPressure", "PIDPressure")]
             + [{"type": "Ready", "status": "True"}],
             "images": [{"names": [f"registry.example.com/app-{k}:v1"], "sizeBytes": 100_000_000 + k} for k in range(8)],
         },

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from itertools import compress, repeat
+from operator import add, lt, mul, truediv
 from typing import Any
 
 import extenders.predicates
@@ -34,7 +36,7 @@ from extenders.model import NodeInfo, PodInfo
 from extenders.policy import Policy
 from extenders.predicates.base import PREDICATES, SKIP, Predicate, Verdict
 from extenders.predicates.cluster_summary import summary_for
-from extenders.priorities.base import MAX_PRIORITY, PRIORITIES, ScoringContext
+from extenders.priorities.base import MAX_PRIORITY, PRIORITIES, ConstantScore, ScoringContext
 from extenders.snapshot import Snapshot
 
 _ = (extenders.predicates, extenders.priorities)  # the imports fill the registries
@@ -255,47 +257,80 @@ def _context(policy: Policy, snapshot: Snapshot | None = None) -> ScoringContext
     )
 
 
-def _round_half_up(value: float) -> int:
-    return int(value + 0.5) if value >= 0 else 0
-
-
 def _score(
     policy: Policy, pod: PodInfo, snapshot: Snapshot, infos: list[NodeInfo], detail: bool
 ) -> tuple[dict[str, int], dict[str, dict[str, dict[str, float]]]]:
     names = [info.name for info in infos]
-    totals = dict.fromkeys(names, 0.0)
-    details: dict[str, dict[str, dict[str, float]]] = {n: {} for n in names} if detail else {}
+    unique = list(dict.fromkeys(names))
+    details: dict[str, dict[str, dict[str, float]]] = {n: {} for n in unique} if detail else {}
     weights = policy.priority_weights
     if not weights or not infos:
         return dict.fromkeys(names, 0), details
     ctx = _context(policy, snapshot)
     vetoed: set[str] | None = None  # None: the policy has no veto priority
-    contributions: list[tuple[int, dict[str, float]]] = []
+    # (weight, each unique name's normalised score or None, the score when constant)
+    contributions: list[tuple[int, list[float] | None, float]] = []
     for prio_name, weight in weights:
         priority = PRIORITIES[prio_name]
         state = priority.prepare(pod, snapshot, infos, ctx)
-        score = priority.score
-        raw = {info.name: score(pod, info, state, ctx) for info in infos}
+        constant_of = getattr(priority, "constant", None)
+        fixed: ConstantScore | None = constant_of(pod, snapshot, infos, state, ctx) if constant_of else None
+        if fixed is not None:
+            raw_value, value = fixed
+            if prio_name in VETO_PRIORITIES:
+                vetoed = vetoed if vetoed is not None else set()
+                if value < MAX_PRIORITY:
+                    vetoed.update(unique)
+            else:
+                contributions.append((weight, None, value))
+            if detail:
+                for name in unique:
+                    details[name][prio_name] = {"raw": raw_value, "score": value}
+            continue
+        score_all = getattr(priority, "score_all", None)
+        if score_all is not None:
+            raw = dict(zip(names, score_all(pod, infos, state, ctx), strict=True))
+        else:
+            score = priority.score
+            raw = {info.name: score(pod, info, state, ctx) for info in infos}
         normalized = priority.normalize(raw, state)
+        values = list(map(normalized.get, unique, repeat(0.0)))
         if prio_name in VETO_PRIORITIES:
             vetoed = vetoed if vetoed is not None else set()
-            vetoed.update(n for n in names if normalized.get(n, 0.0) < MAX_PRIORITY)
+            vetoed.update(compress(unique, map(lt, values, repeat(MAX_PRIORITY))))
         else:
-            contributions.append((weight, normalized))
+            contributions.append((weight, values, 0.0))
         if detail:
-            for name in names:
-                details[name][prio_name] = {"raw": raw[name], "score": normalized.get(name, 0.0)}
+            for name, value in zip(unique, values, strict=True):
+                details[name][prio_name] = {"raw": raw[name], "score": value}
     # A priority that scores every candidate alike cannot change the ranking; leaving it out of the
     # average keeps the whole 0..10 range for the priorities that do tell the candidates apart.
-    varying = [(w, s) for w, s in contributions if len({s.get(n, 0.0) for n in names}) > 1]
+    varying = [c for c in contributions if c[1] is not None and len(set(c[1])) > 1]
     used = varying or contributions
-    weight_sum = sum(w for w, _ in used)
-    for weight, normalized in used:
-        for name in names:
-            totals[name] += weight * normalized.get(name, 0.0)
-    final = {n: min(MAX_PRIORITY, _round_half_up(t / weight_sum)) if weight_sum else 0 for n, t in totals.items()}
+    weight_sum = sum(w for w, _, _ in used)
+    totals = [0.0] * len(unique)
+    if len(unique) == len(names):
+        for weight, scores, value in used:
+            if scores is None:
+                product = weight * value
+                totals = [t + product for t in totals]
+            else:
+                totals = list(map(add, totals, map(mul, repeat(weight), scores)))
+    else:
+        # A name listed twice adds its scores twice (as before this loop was vectorised).
+        position = {name: i for i, name in enumerate(unique)}
+        for weight, scores, value in used:
+            for name in names:
+                i = position[name]
+                totals[i] += weight * (value if scores is None else scores[i])
+    if weight_sum:
+        # Rounded half up and capped at MAX, inlined: this runs once per candidate.
+        rounded = [int(v + 0.5) if v >= 0 else 0 for v in map(truediv, totals, repeat(weight_sum))]
+        final = dict(zip(unique, [r if r < MAX_PRIORITY else MAX_PRIORITY for r in rounded], strict=True))
+    else:
+        final = dict.fromkeys(unique, 0)
     if vetoed is not None:
-        final = {n: 0 if n in vetoed else max(1, s) for n, s in final.items()}
+        final = {n: 0 if n in vetoed else (s or 1) for n, s in final.items()}  # s or 1: max(1, s) for s >= 0
     return final, details
 
 

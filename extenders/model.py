@@ -257,8 +257,7 @@ class NodeFacts:
             labels=dict(meta.get("labels") or {}),
             annotations={k: v for k, v in annotations.items() if k == PREFER_AVOID_PODS_ANNOTATION},
             taints=[
-                Taint(t.get("key") or "", t.get("value") or "", t.get("effect") or "")
-                for t in spec.get("taints") or []
+                Taint(t.get("key") or "", t.get("value") or "", t.get("effect") or "") for t in spec.get("taints") or []
             ],
             unschedulable=bool(spec.get("unschedulable")),
             conditions={c.get("type", ""): c.get("status", "") for c in status.get("conditions") or []},
@@ -399,9 +398,7 @@ class NodeInfo:
         # Several pods may use the same port tuple only if one is terminating; rebuild to be exact.
         self.used_ports = {p for other in self.pods.values() for p in other.host_ports}
         self.pods_with_affinity = [p for p in self.pods_with_affinity if p.uid != uid]
-        self.pods_with_required_anti_affinity = [
-            p for p in self.pods_with_required_anti_affinity if p.uid != uid
-        ]
+        self.pods_with_required_anti_affinity = [p for p in self.pods_with_required_anti_affinity if p.uid != uid]
         namespace = pod.namespace
         for key, value in pod.labels.items():
             _drop_from(self.pods_by_label, label_key(namespace, key, value), pod)

@@ -124,7 +124,8 @@ class ClusterRuntime:
         ready = bool(details["redis"] and details["synced"] is not False and details["snapshot_loaded"])
         if not ready and "error" not in details:
             details["reason"] = (
-                "the leader has not finished its initial list yet" if details["synced"] is False
+                "the leader has not finished its initial list yet"
+                if details["synced"] is False
                 else "the snapshot is not loaded yet"
             )
         return ready, details

@@ -52,7 +52,14 @@ from extenders.model import NodeFacts, PDBInfo, PodGroupInfo, PodInfo
 NODE_FIELD = "_node"
 _LUA_DIR = Path(__file__).resolve().parent / "lua"
 _SCRIPTS = (
-    "apply", "assume", "forget", "expire", "touch_assumed", "refresh_node", "catchup", "compact",
+    "apply",
+    "assume",
+    "forget",
+    "expire",
+    "touch_assumed",
+    "refresh_node",
+    "catchup",
+    "compact",
 )
 _LEASE_SCRIPTS = ("lease_acquire", "lease_renew", "lease_release")
 

@@ -77,20 +77,35 @@ def _describe(kind: str, obj: Any) -> str:
 
 
 NODES = Resource(
-    "nodes", "/api/v1/nodes",
-    lambda o: Op.node(NodeFacts.from_k8s(o)), _delete_node, _node_name, "noderv",
+    "nodes",
+    "/api/v1/nodes",
+    lambda o: Op.node(NodeFacts.from_k8s(o)),
+    _delete_node,
+    _node_name,
+    "noderv",
 )
 PODS = Resource(
-    "pods", "/api/v1/pods",
-    lambda o: Op.pod(PodInfo.from_k8s(o)), lambda o: Op.delete_pod(_pod_uid(o)), _pod_uid, "podloc",
+    "pods",
+    "/api/v1/pods",
+    lambda o: Op.pod(PodInfo.from_k8s(o)),
+    lambda o: Op.delete_pod(_pod_uid(o)),
+    _pod_uid,
+    "podloc",
 )
 PDBS = Resource(
-    "poddisruptionbudgets", "/apis/policy/v1/poddisruptionbudgets",
-    lambda o: Op.pdb(PDBInfo.from_k8s(o)), lambda o: Op.delete_pdb(_ns_name(o)), _ns_name, "pdb",
+    "poddisruptionbudgets",
+    "/apis/policy/v1/poddisruptionbudgets",
+    lambda o: Op.pdb(PDBInfo.from_k8s(o)),
+    lambda o: Op.delete_pdb(_ns_name(o)),
+    _ns_name,
+    "pdb",
 )
 PODGROUPS = Resource(
-    "podgroups", PODGROUPS_PATH,
-    lambda o: Op.podgroup(PodGroupInfo.from_k8s(o)), lambda o: Op.delete_podgroup(_ns_name(o)), _ns_name,
+    "podgroups",
+    PODGROUPS_PATH,
+    lambda o: Op.podgroup(PodGroupInfo.from_k8s(o)),
+    lambda o: Op.delete_podgroup(_ns_name(o)),
+    _ns_name,
     "podgroup",
 )
 _TRANSIENT = (httpx.HTTPError, KubeApiError, RedisError, OSError, ValueError)
@@ -307,7 +322,10 @@ class Watcher:
         stats.resource_version = listing.resource_version
         log.info(
             "%s: listed %d, %d stored vanished, in %.2fs (rv %s)",
-            resource.kind, len(listing.items), len(stored - listed), time.perf_counter() - started,
+            resource.kind,
+            len(listing.items),
+            len(stored - listed),
+            time.perf_counter() - started,
             listing.resource_version,
         )
         return listing.resource_version

@@ -111,7 +111,12 @@ class BindCoordinator:
     async def _hold(self, target: BindTarget, pod: PodInfo, ref: GangRef, token: str, arrived: ArriveResult) -> str:
         log.debug(
             "gang %s: %s held on %s (%d held, %d bound of %d)",
-            ref.key, pod.key, target.node, arrived.held, arrived.bound, ref.min_member,
+            ref.key,
+            pod.key,
+            target.node,
+            arrived.held,
+            arrived.bound,
+            ref.min_member,
         )
         timeout = arrived.ms_left / 1000 + 2 * self.config.arrival_lease_seconds + 1.0
         try:

@@ -65,9 +65,7 @@ def free_capacity(snapshot: Snapshot, nodes: Iterable[str], resources: Iterable[
     return free
 
 
-def capacity_shortfall(
-    gang: str, members: GangMembers, minimum: int, snapshot: Snapshot, passing: list[str]
-) -> str:
+def capacity_shortfall(gang: str, members: GangMembers, minimum: int, snapshot: Snapshot, passing: list[str]) -> str:
     """Why the members still needed for the quorum cannot fit ("" when they might)."""
     need = minimum - members.placed
     if need <= 0:

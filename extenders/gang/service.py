@@ -1,11 +1,11 @@
 """The one object the HTTP layer wires in for gangs and bind: ``GangService``.
 
-    gangs = GangService(redis, runtime, policy, GangConfig(...))
-    await gangs.start()                  # pub/sub listener + upkeep sweep
-    error = await gangs.bind(ns, name, uid, node)   # the bind verb ("" = success)
-    verdict = await gangs.filter(pod, snapshot, passing)   # after the predicates
-    await gangs.gang_status(ns, name) / await gangs.list_gangs()
-    await gangs.stop()
+gangs = GangService(redis, runtime, policy, GangConfig(...))
+await gangs.start()                  # pub/sub listener + upkeep sweep
+error = await gangs.bind(ns, name, uid, node)   # the bind verb ("" = success)
+verdict = await gangs.filter(pod, snapshot, passing)   # after the predicates
+await gangs.gang_status(ns, name) / await gangs.list_gangs()
+await gangs.stop()
 """
 
 from __future__ import annotations

@@ -104,9 +104,7 @@ class KubeClient:
         return await self.get(f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}")
 
     async def get_podgroup(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return await self.get(
-            f"/apis/{PODGROUP_GROUP_VERSION}/namespaces/{quote(namespace)}/podgroups/{quote(name)}"
-        )
+        return await self.get(f"/apis/{PODGROUP_GROUP_VERSION}/namespaces/{quote(namespace)}/podgroups/{quote(name)}")
 
     async def has_podgroups(self) -> bool:
         """Whether the PodGroup CRD is served (a 404 on its collection means no)."""

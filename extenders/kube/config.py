@@ -43,9 +43,7 @@ def _in_cluster(service_account: Path) -> bool:
     return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and (service_account / "token").is_file()
 
 
-def find_kubeconfig(
-    kubeconfig: str | None = None, service_account: Path = SERVICE_ACCOUNT_DIR
-) -> KubeConfig | None:
+def find_kubeconfig(kubeconfig: str | None = None, service_account: Path = SERVICE_ACCOUNT_DIR) -> KubeConfig | None:
     """The configuration to use, or None when there is none (a present but broken one raises)."""
     try:
         if kubeconfig is None and _in_cluster(service_account):

@@ -21,13 +21,14 @@ import threading
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from itertools import compress, repeat
 from operator import attrgetter, contains, is_not, ne
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from extenders.model import LabelKey, NodeFacts, NodeInfo
 from extenders.snapshot import Snapshot
 
 T = TypeVar("T")
 NodeTest = Callable[[NodeInfo], bool]
+NodeValue = Callable[[NodeInfo], Any]
 _VERSION = attrgetter("version")
 _FACTS = attrgetter("node")
 _IMAGES = attrgetter("images")
@@ -46,7 +47,7 @@ def _has_affinity(info: NodeInfo) -> bool:
 class ClusterSummary:
     """Aggregates over one node table; immutable once shared except for lazy fills."""
 
-    __slots__ = ("_images", "_labels", "_sets", "facts", "infos", "total", "versions")
+    __slots__ = ("_columns", "_images", "_labels", "_sets", "facts", "infos", "total", "versions")
 
     def __init__(self, infos: list[NodeInfo], versions: list[int], facts: list[NodeFacts | None]) -> None:
         self.infos = infos
@@ -56,6 +57,7 @@ class ClusterSummary:
         self._labels: dict[LabelKey, frozenset[str]] = {}
         self._images: dict[str, int] = {}
         self._sets: dict[Hashable, tuple[NodeTest, frozenset[str]]] = {}  # see names_where
+        self._columns: dict[Hashable, tuple[NodeValue, dict[str, Any]]] = {}  # see column
 
     def same_table(self, infos: list[NodeInfo], versions: list[int], facts: list[NodeFacts | None]) -> bool:
         # Identity only: ``==`` on lists of dataclasses would compare them field by field.
@@ -97,6 +99,28 @@ class ClusterSummary:
             self._sets[key] = entry
         return entry[1]
 
+    def column(self, key: Hashable, extract: Callable[[NodeInfo], T | None]) -> dict[str, T]:
+        """Node name -> ``extract(node)`` for every node where it is not None, cached under ``key``.
+
+        For per-candidate loops: one lookup in a dict built in one sweep (compact, warm in
+        cache) instead of reading each candidate's scattered objects. Like ``names_where``,
+        ``extract`` must be a pure function of a NodeInfo (its pods and node facts), and the
+        same ``key`` must always come with the same ``extract``.
+        """
+        entry = self._columns.get(key)
+        if entry is None:
+            values: dict[str, Any] = {}
+            for info in self.infos:
+                value = extract(info)
+                if value is not None:
+                    values[info.name] = value
+            entry = (extract, values)
+            if len(self._columns) >= _MAX_KEYS:
+                self._columns.clear()
+            self._columns[key] = entry
+        found: dict[str, T] = entry[1]
+        return found
+
     def image_nodes(self, image: str) -> int:
         """How many nodes report ``image`` (a normalised name) among their images."""
         found = self._images.get(image)
@@ -122,6 +146,10 @@ class ClusterSummary:
         # list(...) snapshots the lazily filled dicts, which another thread may be filling.
         fresh._labels = {key: _patch(names, pairs, _label_test(key)) for key, names in list(self._labels.items())}
         fresh._sets = {key: (test, _patch(names, pairs, test)) for key, (test, names) in list(self._sets.items())}
+        fresh._columns = {
+            key: (extract, _patch_column(values, pairs, extract))
+            for key, (extract, values) in list(self._columns.items())
+        }
         images = dict(list(self._images.items()))
         for image in images:
             for _new, old_facts, new_facts in pairs:
@@ -163,6 +191,27 @@ def _patch(
             else:
                 out.add(new.name)
     return names if out is None else frozenset(out)
+
+
+def _patch_column(
+    values: dict[str, Any],
+    pairs: Iterable[tuple[NodeInfo, NodeFacts | None, NodeFacts | None]],
+    extract: NodeValue,
+) -> dict[str, Any]:
+    """``values`` with each changed node's entry re-extracted (a copy only if one changes)."""
+    out: dict[str, Any] | None = None
+    for new, _old_facts, _new_facts in pairs:
+        value = extract(new)
+        old = values.get(new.name)
+        if value == old and (value is None) == (old is None):
+            continue
+        if out is None:
+            out = dict(values)
+        if value is None:
+            out.pop(new.name, None)
+        else:
+            out[new.name] = value
+    return values if out is None else out
 
 
 _lock = threading.Lock()

@@ -10,12 +10,21 @@ them is not piled onto one node.
 from __future__ import annotations
 
 import math
+from itertools import repeat
+from operator import mul, sub, truediv
 from typing import Any
 
 from extenders.model import NodeInfo, PodInfo
-from extenders.priorities.base import MAX_PRIORITY, ScoringContext, register
+from extenders.priorities.base import MAX_PRIORITY, ConstantScore, ScoringContext, register
 from extenders.priorities.normalize import clamp
-from extenders.priorities.resource_terms import NONZERO_CPU, PLAIN, ResourceTerm, resource_terms
+from extenders.priorities.resource_terms import (
+    NONZERO_CPU,
+    PLAIN,
+    ResourceTerm,
+    resource_columns,
+    resource_rows,
+    resource_terms,
+)
 from extenders.snapshot import Snapshot
 
 
@@ -59,6 +68,52 @@ class BalancedResourceAllocation:
             fraction = requested / capacity
             fractions.append(fraction if fraction < 1.0 else 1.0)
         return balance_score(fractions)
+
+    def constant(
+        self, pod: PodInfo, snapshot: Snapshot, nodes: list[NodeInfo], state: Any, ctx: ScoringContext
+    ) -> ConstantScore | None:
+        return (0.0, 0.0) if state is None else None  # best effort: skipped
+
+    def score_all(self, pod: PodInfo, nodes: list[NodeInfo], state: Any, ctx: ScoringContext) -> list[float]:
+        """``score`` for each node, from the summary's resource rows, two resources inlined."""
+        if state is None:
+            return [0.0] * len(nodes)
+        if ctx.summary is None:
+            return [self.score(pod, node, state, ctx) for node in nodes]
+        rows = resource_rows(ctx.summary, state)
+        columns = resource_columns(rows, [node.name for node in nodes], state) if len(state) == 2 else None
+        if columns is not None:
+            # Two resources every node offers: (1 - |f0 - f1| / 2) * MAX with each fraction capped at 1.
+            (capacity0, requested0, _), (capacity1, requested1, _) = columns
+            first = map(min, map(truediv, requested0, capacity0), repeat(1.0))
+            second = map(min, map(truediv, requested1, capacity1), repeat(1.0))
+            std = map(truediv, map(abs, map(sub, first, second)), repeat(2))
+            return list(map(mul, map(sub, repeat(1.0), std), repeat(MAX_PRIORITY)))
+        indexed = [(2 * i, pod_request) for i, (_name, _weight, pod_request, _kind) in enumerate(state)]
+        out: list[float] = []
+        append = out.append
+        sqrt = math.sqrt
+        for node in nodes:
+            row = rows.get(node.name)
+            if row is None:
+                append(0.0)
+                continue
+            fractions: list[float] = []
+            for at, pod_request in indexed:
+                capacity = row[at]
+                if capacity <= 0:
+                    continue
+                fraction = (row[at + 1] + pod_request) / capacity
+                fractions.append(fraction if fraction < 1.0 else 1.0)
+            count = len(fractions)
+            if count < 2:
+                append(float(MAX_PRIORITY))
+            elif count == 2:
+                append((1.0 - abs(fractions[0] - fractions[1]) / 2) * MAX_PRIORITY)
+            else:
+                mean = sum(fractions) / count
+                append((1.0 - sqrt(sum((f - mean) ** 2 for f in fractions) / count)) * MAX_PRIORITY)
+        return out
 
     def normalize(self, raw: dict[str, float], state: Any) -> dict[str, float]:
         return clamp(raw)

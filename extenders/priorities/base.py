@@ -34,6 +34,16 @@ def summary_of(snapshot: Snapshot, ctx: ScoringContext) -> ClusterSummary:
 
 
 class Priority(Protocol):
+    """The map/reduce pair. The engine also uses two optional methods when a priority has them:
+
+    ``constant(pod, snapshot, nodes, state, ctx) -> (raw, score) | None``: with the prepared
+    state, ``(raw, score)`` when every node of ``nodes`` would get that raw and normalised
+    score (the engine then skips ``score``/``normalize``), else None. Must be cheap.
+
+    ``score_all(pod, nodes, state, ctx) -> list[float]``: ``score`` for each node, in order,
+    in one loop (per-node calls dominate the cost of the cheap scorers).
+    """
+
     name: str
 
     def prepare(self, pod: PodInfo, snapshot: Snapshot, nodes: list[NodeInfo], ctx: ScoringContext) -> Any: ...
@@ -44,6 +54,8 @@ class Priority(Protocol):
         """Raw scores by node name -> scores in 0..MAX_PRIORITY."""
         ...
 
+
+ConstantScore = tuple[float, float]  # (raw, normalised): what ``constant`` returns
 
 PRIORITIES: dict[str, Priority] = {}
 

@@ -8,10 +8,11 @@ cheap to pull anyway, and one huge image should not dominate.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from extenders.model import NodeInfo, PodInfo
-from extenders.priorities.base import MAX_PRIORITY, ScoringContext, register, summary_of
+from extenders.priorities.base import MAX_PRIORITY, ConstantScore, ScoringContext, register, summary_of
 from extenders.priorities.normalize import clamp
 from extenders.snapshot import Snapshot
 
@@ -39,11 +40,25 @@ def image_priority(sum_scores: float, containers: int) -> float:
 class ImageState:
     """Per pod: each container's normalised image with its spread over the cluster."""
 
-    __slots__ = ("containers", "images")
+    __slots__ = ("containers", "images", "sizes")
 
-    def __init__(self, images: tuple[tuple[str, float], ...], containers: int) -> None:
+    def __init__(
+        self,
+        images: tuple[tuple[str, float], ...],
+        containers: int,
+        sizes: tuple[dict[str, int], ...] = (),
+    ) -> None:
         self.images = images
         self.containers = containers
+        # Per image of ``images``: node name -> its size there, for the nodes that hold it.
+        self.sizes = sizes
+
+
+def _size_of(image: str) -> Callable[[NodeInfo], int | None]:
+    def extract(info: NodeInfo) -> int | None:
+        return info.node.images.get(image) if info.node is not None else None
+
+    return extract
 
 
 class ImageLocality:
@@ -58,7 +73,8 @@ class ImageLocality:
         having = {name: summary.image_nodes(name) for name in set(names)}
         # Images no node holds cannot score; with none left, score() returns 0 at once.
         present = tuple((name, having[name] / total) for name in names if having[name])
-        return ImageState(present, len(names))
+        sizes = tuple(summary.column(("image-size", name), _size_of(name)) for name, _spread in present)
+        return ImageState(present, len(names), sizes)
 
     def score(self, pod: PodInfo, node: NodeInfo, state: Any, ctx: ScoringContext) -> float:
         facts = node.node
@@ -71,6 +87,26 @@ class ImageLocality:
             if size is not None:
                 total += size * spread
         return image_priority(total, state.containers)
+
+    def constant(
+        self, pod: PodInfo, snapshot: Snapshot, nodes: list[NodeInfo], state: Any, ctx: ScoringContext
+    ) -> ConstantScore | None:
+        return None if state.images else (0.0, 0.0)  # no image of the pod on any node
+
+    def score_all(self, pod: PodInfo, nodes: list[NodeInfo], state: Any, ctx: ScoringContext) -> list[float]:
+        """``score`` for each node: per image, one lookup in the nodes holding it (same summing order)."""
+        images: tuple[tuple[str, float], ...] = state.images
+        if not images:
+            return [0.0] * len(nodes)
+        names = [node.name for node in nodes]
+        totals = [0.0] * len(names)
+        for (_image, spread), sizes in zip(images, state.sizes, strict=True):
+            for i, size in enumerate(map(sizes.get, names)):
+                if size is not None:
+                    totals[i] += size * spread
+        containers = state.containers
+        # image_priority(0.0, ...) is 0.0: most nodes hold none of the images.
+        return [image_priority(total, containers) if total else 0.0 for total in totals]
 
     def normalize(self, raw: dict[str, float], state: Any) -> dict[str, float]:
         return clamp(raw)

@@ -27,7 +27,7 @@ from extenders.labels import AffinityTerm, SelectorError, compile_affinity_term
 from extenders.model import NodeInfo, PodInfo
 from extenders.predicates.cluster_summary import infos_named
 from extenders.predicates.pod_query import PodQuery, term_query
-from extenders.priorities.base import ScoringContext, register, summary_of
+from extenders.priorities.base import ConstantScore, ScoringContext, register, summary_of
 from extenders.priorities.normalize import constant, min_max
 from extenders.snapshot import Snapshot
 
@@ -210,6 +210,11 @@ class InterPodAffinity:
             if value is not None:
                 total += domains.get(value, 0.0)
         return total
+
+    def constant(
+        self, pod: PodInfo, snapshot: Snapshot, nodes: list[NodeInfo], state: Any, ctx: ScoringContext
+    ) -> ConstantScore | None:
+        return (0.0, 0.0) if state is None else None  # nothing to count
 
     def normalize(self, raw: dict[str, float], state: Any) -> dict[str, float]:
         if state is None:

@@ -11,7 +11,13 @@ from typing import Any
 from extenders.model import NodeInfo, PodInfo
 from extenders.priorities.base import MAX_PRIORITY, ScoringContext, register
 from extenders.priorities.normalize import clamp
-from extenders.priorities.resource_terms import ResourceTerm, resource_terms, weighted_resource_score
+from extenders.priorities.resource_terms import (
+    ResourceTerm,
+    free_share_scores,
+    resource_rows,
+    resource_terms,
+    weighted_resource_score,
+)
 from extenders.snapshot import Snapshot
 
 
@@ -29,6 +35,11 @@ class LeastRequested:
 
     def score(self, pod: PodInfo, node: NodeInfo, state: Any, ctx: ScoringContext) -> float:
         return weighted_resource_score(node, state, _free_share)
+
+    def score_all(self, pod: PodInfo, nodes: list[NodeInfo], state: Any, ctx: ScoringContext) -> list[float]:
+        if ctx.summary is None:
+            return [self.score(pod, node, state, ctx) for node in nodes]
+        return free_share_scores(nodes, state, resource_rows(ctx.summary, state))
 
     def normalize(self, raw: dict[str, float], state: Any) -> dict[str, float]:
         return clamp(raw)

@@ -11,7 +11,7 @@ from typing import Any
 
 from extenders.labels import NodeMatcher, compile_node_selector_term
 from extenders.model import NodeInfo, PodInfo
-from extenders.priorities.base import ScoringContext, register
+from extenders.priorities.base import ConstantScore, ScoringContext, register
 from extenders.priorities.normalize import by_max
 from extenders.snapshot import Snapshot
 
@@ -45,6 +45,11 @@ class NodeAffinity:
             if matches(name, labels):
                 total += weight
         return float(total)
+
+    def constant(
+        self, pod: PodInfo, snapshot: Snapshot, nodes: list[NodeInfo], state: Any, ctx: ScoringContext
+    ) -> ConstantScore | None:
+        return None if state else (0.0, 0.0)  # no preferred terms: 0 everywhere
 
     def normalize(self, raw: dict[str, float], state: Any) -> dict[str, float]:
         return by_max(raw)

@@ -12,11 +12,17 @@ from functools import lru_cache
 from typing import Any
 
 from extenders.model import PREFER_AVOID_PODS_ANNOTATION, NodeInfo, PodInfo
-from extenders.priorities.base import MAX_PRIORITY, ScoringContext, register
+from extenders.priorities.base import MAX_PRIORITY, ConstantScore, ScoringContext, register, summary_of
 from extenders.priorities.normalize import clamp
 from extenders.snapshot import Snapshot
 
 _AVOIDABLE_KINDS = frozenset({"ReplicationController", "ReplicaSet"})
+_ANNOTATED = "node-prefer-avoid-pods.annotated"  # ClusterSummary.names_where key
+
+
+def _has_annotation(info: NodeInfo) -> bool:
+    facts = info.node
+    return facts is not None and bool(facts.annotations.get(PREFER_AVOID_PODS_ANNOTATION))
 
 
 @lru_cache(maxsize=1024)
@@ -54,6 +60,16 @@ class NodePreferAvoidPods:
         if annotation and state in avoided_controllers(annotation):
             return 0.0
         return float(MAX_PRIORITY)
+
+    def constant(
+        self, pod: PodInfo, snapshot: Snapshot, nodes: list[NodeInfo], state: Any, ctx: ScoringContext
+    ) -> ConstantScore | None:
+        """MAX everywhere unless the pod has an avoidable owner and a candidate carries the annotation."""
+        if state is not None:
+            annotated = summary_of(snapshot, ctx).names_where(_ANNOTATED, _has_annotation)
+            if annotated and not annotated.isdisjoint([node.name for node in nodes]):
+                return None
+        return (float(MAX_PRIORITY), float(MAX_PRIORITY))
 
     def normalize(self, raw: dict[str, float], state: Any) -> dict[str, float]:
         return clamp(raw)

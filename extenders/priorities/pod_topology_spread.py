@@ -18,9 +18,11 @@ holding a pod with the selector's indexed label are visited (``cluster_summary``
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from itertools import compress, repeat
+from operator import is_
+from typing import Any, cast
 
 from extenders.labels import (
     LabelMatcher,
@@ -35,7 +37,7 @@ from extenders.labels import (
 from extenders.model import NodeInfo, PodInfo
 from extenders.predicates.cluster_summary import ClusterSummary, infos_named
 from extenders.predicates.pod_query import PodQuery, namespace_query
-from extenders.priorities.base import MAX_PRIORITY, ScoringContext, register, summary_of
+from extenders.priorities.base import MAX_PRIORITY, ConstantScore, ScoringContext, register, summary_of
 from extenders.priorities.normalize import constant
 from extenders.snapshot import Snapshot
 
@@ -61,6 +63,15 @@ class SpreadState:
     constraints: list[Constraint]
     ignored: set[str] = field(default_factory=set)
     pair_counts: dict[tuple[str, str], int] = field(default_factory=dict)
+    # Per constraint: node name -> its value of the topology key (nodes that have it).
+    values: list[dict[str, str]] = field(default_factory=list)
+
+
+def _label_of(key: str) -> Callable[[NodeInfo], str | None]:
+    def extract(info: NodeInfo) -> str | None:
+        return info.node.labels.get(key) if info.node is not None else None
+
+    return extract
 
 
 def _selector_with_label_keys(constraint: Mapping[str, Any], pod_labels: Mapping[str, str]) -> dict[str, Any] | None:
@@ -129,24 +140,34 @@ class PodTopologySpread:
         constraints = soft_constraints(pod)
         if not constraints or not nodes:
             return None
+        summary = summary_of(snapshot, ctx)
         state = SpreadState(pod.namespace, constraints)
+        state.values = [summary.column(("label", c.topology_key), _label_of(c.topology_key)) for c in constraints]
         domains: list[set[str]] = [set() for _ in constraints]
-        for info in nodes:
-            labels = info.node.labels if info.node else None
-            if labels is None or not _has_all_keys(labels, constraints):
-                state.ignored.add(info.name)
+        names = [info.name for info in nodes]
+        ignored = state.ignored
+        found = [list(map(column.get, names)) for column in state.values]
+        for values in found:
+            if None in values:
+                ignored.update(compress(names, map(is_, values, repeat(None))))
+        pair_counts = state.pair_counts
+        for i, c in enumerate(constraints):
+            key = c.topology_key
+            if key == HOSTNAME_LABEL:
                 continue
-            for i, c in enumerate(constraints):
-                if c.topology_key == HOSTNAME_LABEL:
-                    continue
-                value = labels[c.topology_key]
-                domains[i].add(value)
-                state.pair_counts[(c.topology_key, value)] = 0
+            domain = domains[i]
+            if ignored:  # only the values of candidates that have every key
+                pairs = zip(names, found[i], strict=True)
+                domain.update(v for name, v in pairs if v is not None and name not in ignored)
+            else:
+                domain.update(cast(list[str], found[i]))
+            for value in domain:
+                pair_counts[(key, value)] = 0
         for i, c in enumerate(constraints):
             size = len(nodes) - len(state.ignored) if c.topology_key == HOSTNAME_LABEL else len(domains[i])
             c.weight = math.log(size + 2)
         if state.pair_counts:
-            self._count_domains(pod, snapshot, state, summary_of(snapshot, ctx))
+            self._count_domains(pod, snapshot, state, summary)
         return state
 
     @staticmethod
@@ -196,6 +217,46 @@ class PodTopologySpread:
                 count = state.pair_counts.get((c.topology_key, value), 0)
             total += count * c.weight + (c.max_skew - 1)
         return total
+
+    def constant(
+        self, pod: PodInfo, snapshot: Snapshot, nodes: list[NodeInfo], state: Any, ctx: ScoringContext
+    ) -> ConstantScore | None:
+        return (0.0, 0.0) if state is None else None  # no ScheduleAnyway constraint: skipped
+
+    def score_all(self, pod: PodInfo, nodes: list[NodeInfo], state: Any, ctx: ScoringContext) -> list[float]:
+        """``score`` for each node, reading topology values from the state's columns."""
+        if state is None:
+            return [0.0] * len(nodes)
+        ignored: set[str] = state.ignored
+        pair_counts: dict[tuple[str, str], int] = state.pair_counts
+        constraints: list[Constraint] = state.constraints
+        if len(constraints) == 1 and constraints[0].topology_key != HOSTNAME_LABEL:
+            # One domain constraint: each domain's score once, then one lookup per node.
+            c = constraints[0]
+            key, column = c.topology_key, state.values[0]
+            by_value = {value: 0.0 + (count * c.weight + (c.max_skew - 1)) for (_, value), count in pair_counts.items()}
+            out = [by_value.get(column.get(node.name), 0.0) if node.node is not None else 0.0 for node in nodes]
+            if ignored:
+                out = [0.0 if node.name in ignored else score for node, score in zip(nodes, out, strict=True)]
+            return out
+        parts = list(zip(constraints, state.values, strict=True))
+        out = []
+        append = out.append
+        for node in nodes:
+            name = node.name
+            if name in ignored or node.node is None:
+                append(0.0)
+                continue
+            total = 0.0
+            for c, column in parts:
+                value = column.get(name)
+                if value is None:
+                    continue
+                key = c.topology_key
+                count = count_matching(node, c.query) if key == HOSTNAME_LABEL else pair_counts.get((key, value), 0)
+                total += count * c.weight + (c.max_skew - 1)
+            append(total)
+        return out
 
     def normalize(self, raw: dict[str, float], state: Any) -> dict[str, float]:
         if state is None:

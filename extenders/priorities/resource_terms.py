@@ -6,9 +6,14 @@ strategies of kube-scheduler's resourceAllocationScorer). Computed once per pod.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import repeat
+from operator import add, mul, sub, truediv
+from typing import cast
 
 from extenders.model import NodeInfo, PodInfo
+from extenders.predicates.cluster_summary import ClusterSummary
+from extenders.priorities.base import MAX_PRIORITY
 from extenders.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 
 DEFAULT_RESOURCE_WEIGHTS: dict[str, int] = {CPU: 1, MEMORY: 1}
@@ -55,6 +60,121 @@ def node_requested(node: NodeInfo, name: str, kind: int) -> int:
     if kind == NONZERO_MEMORY:
         return node.nonzero_memory
     return node.requested.get(name, 0)
+
+
+def _reads_extractor(reads: tuple[tuple[str, int], ...]) -> Callable[[NodeInfo], tuple[int, ...] | None]:
+    def extract(info: NodeInfo) -> tuple[int, ...] | None:
+        facts = info.node
+        if facts is None:
+            return None
+        allocatable = facts.allocatable
+        row: list[int] = []
+        for name, kind in reads:
+            row.append(allocatable.get(name, 0))
+            row.append(node_requested(info, name, kind))
+        return tuple(row)
+
+    return extract
+
+
+def resource_rows(summary: ClusterSummary, terms: tuple[ResourceTerm, ...]) -> dict[str, tuple[int, ...]]:
+    """Node name -> (allocatable, requested) per term, flattened, for every node with a node object.
+
+    Kept in the cluster summary, so a call reads one compact row per candidate.
+    """
+    reads = tuple((name, kind) for name, _weight, _request, kind in terms)
+    return summary.column(("resource-rows", reads), _reads_extractor(reads))
+
+
+def resource_columns(
+    rows: dict[str, tuple[int, ...]], names: list[str], terms: tuple[ResourceTerm, ...]
+) -> list[tuple[Sequence[int], list[int], int]] | None:
+    """Per term (allocatable, requested incl. the pod, weight) over ``names``, for the vector paths.
+
+    None when some node has no row or does not offer a resource, or there are no names: the
+    scalar loop handles those.
+    """
+    maybe = list(map(rows.get, names))
+    if not maybe or None in maybe:
+        return None
+    transposed = list(zip(*cast(list[tuple[int, ...]], maybe), strict=True))
+    columns: list[tuple[Sequence[int], list[int], int]] = []
+    for i, (_name, weight, pod_request, _kind) in enumerate(terms):
+        capacity = transposed[2 * i]
+        if min(capacity) <= 0:
+            return None
+        columns.append((capacity, list(map(add, transposed[2 * i + 1], repeat(pod_request))), weight))
+    return columns
+
+
+def _weighted_mean(parts: list[tuple[Iterable[float], int]], count: int) -> list[float]:
+    """``Σ score * weight / Σ weight`` per node, summed in term order as the scalar loop does."""
+    if not parts:
+        return [0.0] * count
+    weight_sum = sum(weight for _, weight in parts)
+    first, weight = parts[0]
+    totals: Iterable[float] = map(mul, first, repeat(weight))
+    for scores, weight in parts[1:]:
+        totals = map(add, totals, map(mul, scores, repeat(weight)))
+    return list(map(truediv, totals, repeat(weight_sum)))
+
+
+def free_share_scores(
+    nodes: list[NodeInfo], terms: tuple[ResourceTerm, ...], rows: dict[str, tuple[int, ...]]
+) -> list[float]:
+    """``weighted_resource_score(node, terms, free share)`` for each node, from ``resource_rows`` (LeastRequested)."""
+    columns = resource_columns(rows, [node.name for node in nodes], terms)
+    if columns is not None:
+        # (capacity - requested) * MAX / capacity, and 0 when over-committed (where that is negative).
+        parts: list[tuple[Iterable[float], int]] = []
+        for capacities, requests, term_weight in columns:
+            share = map(truediv, map(mul, map(sub, capacities, requests), repeat(MAX_PRIORITY)), capacities)
+            parts.append((map(max, share, repeat(0.0)), term_weight))
+        return _weighted_mean(parts, len(nodes))
+    out: list[float] = []
+    append = out.append
+    indexed = [(2 * i, weight, pod_request) for i, (_name, weight, pod_request, _kind) in enumerate(terms)]
+    for node in nodes:
+        row = rows.get(node.name)
+        if row is None:
+            append(0.0)
+            continue
+        total = 0.0
+        weight_sum = 0
+        for at, weight, pod_request in indexed:
+            capacity = row[at]
+            if capacity <= 0:
+                continue
+            requested = row[at + 1] + pod_request
+            total += ((capacity - requested) * MAX_PRIORITY / capacity if requested <= capacity else 0.0) * weight
+            weight_sum += weight
+        append(total / weight_sum if weight_sum else 0.0)
+    return out
+
+
+def used_share_scores(
+    nodes: list[NodeInfo], terms: tuple[ResourceTerm, ...], rows: dict[str, tuple[int, ...]]
+) -> list[float]:
+    """``weighted_resource_score(node, terms, used share)`` for each node, from ``resource_rows`` (MostRequested)."""
+    out: list[float] = []
+    append = out.append
+    indexed = [(2 * i, weight, pod_request) for i, (_name, weight, pod_request, _kind) in enumerate(terms)]
+    for node in nodes:
+        row = rows.get(node.name)
+        if row is None:
+            append(0.0)
+            continue
+        total = 0.0
+        weight_sum = 0
+        for at, weight, pod_request in indexed:
+            capacity = row[at]
+            if capacity <= 0:
+                continue
+            requested = row[at + 1] + pod_request
+            total += (MAX_PRIORITY if requested >= capacity else requested * MAX_PRIORITY / capacity) * weight
+            weight_sum += weight
+        append(total / weight_sum if weight_sum else 0.0)
+    return out
 
 
 def weighted_resource_score(

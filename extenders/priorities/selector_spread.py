@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from extenders.model import NodeInfo, PodInfo
-from extenders.priorities.base import MAX_PRIORITY, ScoringContext, register
+from extenders.priorities.base import MAX_PRIORITY, ConstantScore, ScoringContext, register
 from extenders.priorities.normalize import constant
 from extenders.snapshot import Snapshot
 
@@ -63,6 +63,11 @@ class SelectorSpread:
             if other.namespace == namespace and other.deletion_timestamp is None:
                 count += 1
         return float(count)
+
+    def constant(
+        self, pod: PodInfo, snapshot: Snapshot, nodes: list[NodeInfo], state: Any, ctx: ScoringContext
+    ) -> ConstantScore | None:
+        return (0.0, 0.0) if state is None else None  # left to PodTopologySpread
 
     def normalize(self, raw: dict[str, float], state: Any) -> dict[str, float]:
         if state is None:

@@ -10,11 +10,17 @@ from typing import Any
 
 from extenders.labels import tolerations_tolerate
 from extenders.model import NodeInfo, PodInfo
-from extenders.priorities.base import ScoringContext, register
+from extenders.priorities.base import MAX_PRIORITY, ConstantScore, ScoringContext, register, summary_of
 from extenders.priorities.normalize import by_max
 from extenders.snapshot import Snapshot
 
 PREFER_NO_SCHEDULE = "PreferNoSchedule"
+_TAINTED = "taint-toleration.prefer-no-schedule"  # ClusterSummary.names_where key
+
+
+def _has_prefer_no_schedule(info: NodeInfo) -> bool:
+    facts = info.node
+    return facts is not None and any(taint.effect == PREFER_NO_SCHEDULE for taint in facts.taints)
 
 
 class TaintToleration:
@@ -34,6 +40,15 @@ class TaintToleration:
             if taint.effect == PREFER_NO_SCHEDULE and not tolerations_tolerate(state, taint):
                 count += 1
         return float(count)
+
+    def constant(
+        self, pod: PodInfo, snapshot: Snapshot, nodes: list[NodeInfo], state: Any, ctx: ScoringContext
+    ) -> ConstantScore | None:
+        """No candidate has a PreferNoSchedule taint: every one counts 0, reversed to MAX."""
+        tainted = summary_of(snapshot, ctx).names_where(_TAINTED, _has_prefer_no_schedule)
+        if tainted and not tainted.isdisjoint([node.name for node in nodes]):
+            return None
+        return (0.0, float(MAX_PRIORITY))
 
     def normalize(self, raw: dict[str, float], state: Any) -> dict[str, float]:
         return by_max(raw, reverse=True)

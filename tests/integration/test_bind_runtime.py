@@ -62,8 +62,9 @@ async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 10.0
         await asyncio.sleep(0.05)
 
 
-async def create(fake_kube: FakeKube, replicas: list[Replica], nodes: list[dict[str, Any]],
-                 pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+async def create(
+    fake_kube: FakeKube, replicas: list[Replica], nodes: list[dict[str, Any]], pods: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     for node in nodes:
         fake_kube.client.create(node)
     created = [fake_kube.client.create(p) for p in pods]

@@ -75,8 +75,11 @@ class Cluster:
         for node in nodes:
             self.kube.client.create(node)
         created = [self.kube.client.create(p) for p in pods]
-        gangs = {(p["metadata"]["namespace"], p["metadata"]["labels"][GANG_LABEL]) for p in pods
-                 if GANG_LABEL in p["metadata"]["labels"]}
+        gangs = {
+            (p["metadata"]["namespace"], p["metadata"]["labels"][GANG_LABEL])
+            for p in pods
+            if GANG_LABEL in p["metadata"]["labels"]
+        }
 
         async def synced() -> bool:
             for i in range(len(self.servers)):

@@ -68,9 +68,7 @@ class Cluster:
         self.fake.client.patch("Pod", name, {"metadata": {"labels": {"touched": "yes"}}})
 
     def expected(self) -> dict[str, dict[str, Any]]:
-        out: dict[str, dict[str, Any]] = {
-            n: {"requested": {"pods": 0}, "pods": set()} for n in self.nodes
-        }
+        out: dict[str, dict[str, Any]] = {n: {"requested": {"pods": 0}, "pods": set()} for n in self.nodes}
         for name, book in self.pods.items():
             if not book.node or book.done:
                 continue
@@ -114,7 +112,8 @@ def wait_converged(replicas: list[ServerProcess], cluster: Cluster, timeout: flo
                 else:
                     diff = {
                         n: {"expected": expected.get(n), "seen": seen.get(n)}
-                        for n in names if seen.get(n) != expected.get(n)
+                        for n in names
+                        if seen.get(n) != expected.get(n)
                     }
             if pending and time.monotonic() - started > timeout:
                 first = dict(list(diff.items())[:3])

@@ -93,9 +93,7 @@ def expected_requests(fake: FakeKube) -> dict[str, tuple[int, int]]:
 
 
 def actual_requests(snap: Snapshot) -> dict[str, tuple[int, int]]:
-    return {
-        name: (info.requested.get("cpu", 0), len(info.pods)) for name, info in snap.nodes.items() if info.pods
-    }
+    return {name: (info.requested.get("cpu", 0), len(info.pods)) for name, info in snap.nodes.items() if info.pods}
 
 
 async def converged(cache: SnapshotCache, fake: FakeKube) -> Snapshot:
@@ -105,7 +103,8 @@ async def converged(cache: SnapshotCache, fake: FakeKube) -> Snapshot:
         nodes = {n["metadata"]["name"] for n in fake.client.list("Node")["items"]}
         assert {n for n, i in snap.nodes.items() if i.node is not None} == nodes
         pending = {
-            p["metadata"]["uid"] for p in fake.client.list("Pod")["items"]
+            p["metadata"]["uid"]
+            for p in fake.client.list("Pod")["items"]
             if not p["spec"].get("nodeName") and p["status"].get("phase") not in ("Succeeded", "Failed")
         }
         assert set(snap.pending) == pending
@@ -247,8 +246,9 @@ async def test_connection_errors_back_off_and_recover(fake_kube: FakeKube, feed:
     assert watcher.stats.of("pods").errors == 3
 
 
-async def test_without_the_podgroup_crd(fake_kube_factory: StartFakeKube, redis_async: aredis.Redis,
-                                        redis_prefix: str) -> None:
+async def test_without_the_podgroup_crd(
+    fake_kube_factory: StartFakeKube, redis_async: aredis.Redis, redis_prefix: str
+) -> None:
     fake = fake_kube_factory(podgroups=False)
     http = build_http_client("on", url=fake.url, token=fake.token)  # explicit URL + token
     assert http is not None

@@ -15,8 +15,14 @@ def node(name: str, rv: str = "1", cpu: int = 4000, **kw: Any) -> NodeFacts:
 def pod(uid: str, node_name: str = "", cpu: int = 100, **kw: Any) -> PodInfo:
     kw.setdefault("phase", "Running" if node_name else "Pending")
     return PodInfo(
-        namespace="default", name=f"pod-{uid}", uid=uid, node_name=node_name,
-        requests={"cpu": cpu, "memory": 1 << 20}, nonzero_cpu=cpu, nonzero_memory=1 << 20, **kw,
+        namespace="default",
+        name=f"pod-{uid}",
+        uid=uid,
+        node_name=node_name,
+        requests={"cpu": cpu, "memory": 1 << 20},
+        nonzero_cpu=cpu,
+        nonzero_memory=1 << 20,
+        **kw,
     )
 
 

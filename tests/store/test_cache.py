@@ -36,8 +36,13 @@ def summary(snap: Snapshot) -> dict[str, object]:
     """Everything a replica's snapshot says, in comparable form."""
     return {
         "nodes": {
-            name: (info.generation, _facts(info.node), info.requested_with_pods(),
-                   info.nonzero_cpu, sorted((u, p.assumed) for u, p in info.pods.items()))
+            name: (
+                info.generation,
+                _facts(info.node),
+                info.requested_with_pods(),
+                info.nonzero_cpu,
+                sorted((u, p.assumed) for u, p in info.pods.items()),
+            )
             for name, info in snap.nodes.items()
         },
         "pending": sorted(snap.pending),

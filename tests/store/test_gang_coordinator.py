@@ -49,8 +49,9 @@ def kube_of(factory: Factory) -> RecordingKube:
     return kube
 
 
-async def setup(services: list[GangService], kube: RecordingKube, nodes: list[dict[str, Any]],
-                pods: list[dict[str, Any]]) -> None:
+async def setup(
+    services: list[GangService], kube: RecordingKube, nodes: list[dict[str, Any]], pods: list[dict[str, Any]]
+) -> None:
     for p in pods:
         kube.add(p)
     await seed(services[0].runtime.store, nodes, pods)

@@ -31,13 +31,29 @@ def gangs(store: Store, **overrides: float) -> GangStore:
 
 
 async def arrive(
-    g: GangStore, pod: PodInfo, node: str, minimum: int, *, token: str = "t", expected: int | None = None,
-    bound: list[str] | None = None, score: int = 1000, window: float = 5.0,
+    g: GangStore,
+    pod: PodInfo,
+    node: str,
+    minimum: int,
+    *,
+    token: str = "t",
+    expected: int | None = None,
+    bound: list[str] | None = None,
+    score: int = 1000,
+    window: float = 5.0,
 ) -> ArriveResult:
     gang = f"default/{pod.labels['scheduling.x-k8s.io/pod-group']}"
     return await g.arrive(
-        gang, pod, node, expected, token=token, replica="r1", window_seconds=window, minimum=minimum,
-        score=score, placed_uids=bound or [],
+        gang,
+        pod,
+        node,
+        expected,
+        token=token,
+        replica="r1",
+        window_seconds=window,
+        minimum=minimum,
+        score=score,
+        placed_uids=bound or [],
     )
 
 

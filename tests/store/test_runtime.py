@@ -18,8 +18,9 @@ from tests.store.helpers import node, pod
 async def test_runtime_without_kubernetes(redis_async: aredis.Redis, redis_prefix: str) -> None:
     runtime = ClusterRuntime(
         redis_async,
-        RuntimeConfig(prefix=redis_prefix, replica_id="r1", kube_mode="off", assumed_ttl_seconds=0.2,
-                      sweep_interval_seconds=0.05),
+        RuntimeConfig(
+            prefix=redis_prefix, replica_id="r1", kube_mode="off", assumed_ttl_seconds=0.2, sweep_interval_seconds=0.05
+        ),
     )
     assert runtime.kube is None and runtime.elector is None and not runtime.is_leader()
     await runtime.start()
@@ -47,14 +48,13 @@ async def test_runtime_without_kubernetes(redis_async: aredis.Redis, redis_prefi
         await runtime.stop()
 
 
-async def test_readiness_waits_for_the_leaders_initial_list(
-    redis_async: aredis.Redis, redis_prefix: str
-) -> None:
+async def test_readiness_waits_for_the_leaders_initial_list(redis_async: aredis.Redis, redis_prefix: str) -> None:
     # a kube URL nobody answers: this replica leads but cannot list, so the store never becomes synced
     runtime = ClusterRuntime(
         redis_async,
-        RuntimeConfig(prefix=redis_prefix, replica_id="r1", kube_mode="on", kube_url="http://127.0.0.1:9",
-                      lease_seconds=1.0),
+        RuntimeConfig(
+            prefix=redis_prefix, replica_id="r1", kube_mode="on", kube_url="http://127.0.0.1:9", lease_seconds=1.0
+        ),
     )
     await runtime.start()
     try:

@@ -159,8 +159,14 @@ def test_podgroup_round_trip() -> None:
 
 def pod(uid: str, cpu: int, ports: list[tuple[str, str, int]] | None = None, **kw: Any) -> PodInfo:
     return PodInfo(
-        namespace="d", name=uid, uid=uid, requests={"cpu": cpu, "memory": 10}, nonzero_cpu=cpu, nonzero_memory=10,
-        host_ports=ports or [], **kw,
+        namespace="d",
+        name=uid,
+        uid=uid,
+        requests={"cpu": cpu, "memory": 10},
+        nonzero_cpu=cpu,
+        nonzero_memory=10,
+        host_ports=ports or [],
+        **kw,
     )
 
 

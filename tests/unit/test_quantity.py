@@ -105,9 +105,7 @@ def test_resource_amount_uses_millicores_only_for_cpu() -> None:
     assert resource_amount("ephemeral-storage", "1G") == 10**9
 
 
-@pytest.mark.parametrize(
-    "text", ["", "abc", "1Kb", "1.2.3", "Gi", "1 Gi", "--1", "1e", "1ee3", "0x10", "1gi", "1K"]
-)
+@pytest.mark.parametrize("text", ["", "abc", "1Kb", "1.2.3", "Gi", "1 Gi", "--1", "1e", "1ee3", "0x10", "1gi", "1K"])
 def test_rejects_what_kubernetes_rejects(text: str) -> None:
     with pytest.raises(QuantityError):
         parse_quantity(text)
