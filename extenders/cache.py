@@ -167,6 +167,7 @@ class SnapshotCache:
             pdbs=_merge(old.pdbs, delta.pdbs, _pdb),
             generation=delta.generation,
             podgroups=_merge(old.podgroups, delta.podgroups, _podgroup),
+            sealed=True,
         )
 
     async def _full_load(self) -> Snapshot:
@@ -197,6 +198,7 @@ class SnapshotCache:
                 pdbs={k: _pdb(k, v) for k, v in (await store.hash_all("pdb")).items()},
                 generation=gen0,
                 podgroups={k: _podgroup(k, v) for k, v in (await store.hash_all("podgroup")).items()},
+                sealed=True,
             )
             delta = await store.catch_up(gen0, max(self.max_delta_items, len(names) + 1000))
             if delta.reload:

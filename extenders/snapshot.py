@@ -17,6 +17,9 @@ class Snapshot:
     pending: dict[str, PodInfo] = field(default_factory=dict)  # unbound pods by uid
     pdbs: dict[str, PDBInfo] = field(default_factory=dict)  # by namespace/name
     generation: int = 0
+    # Set by the replica cache on the snapshots it hands out: those are never changed in place
+    # (a change makes a new Snapshot), so what is derived from one may be reused by identity.
+    sealed: bool = False
     podgroups: dict[str, PodGroupInfo] = field(default_factory=dict)  # by namespace/name
 
     def node(self, name: str) -> NodeInfo | None:

@@ -47,10 +47,11 @@ def _has_affinity(info: NodeInfo) -> bool:
 class ClusterSummary:
     """Aggregates over one node table; immutable once shared except for lazy fills."""
 
-    __slots__ = ("_columns", "_images", "_labels", "_sets", "facts", "infos", "total", "versions")
+    __slots__ = ("_columns", "_images", "_labels", "_sets", "facts", "infos", "source", "total", "versions")
 
     def __init__(self, infos: list[NodeInfo], versions: list[int], facts: list[NodeFacts | None]) -> None:
         self.infos = infos
+        self.source: Snapshot | None = None  # the sealed snapshot this summary was last checked against
         self.versions = versions
         self.facts = facts
         self.total = sum(map(is_not, facts, repeat(None)))  # nodes with a node object
@@ -221,14 +222,19 @@ _last: ClusterSummary | None = None
 def summary_for(snapshot: Snapshot) -> ClusterSummary:
     """The summary of ``snapshot``'s node table: the last one if the table is unchanged, else derived."""
     global _last
+    last = _last
+    if snapshot.sealed and last is not None and last.source is snapshot:
+        return last  # the cache never changes a sealed snapshot: no need to re-check its table
     nodes = snapshot.nodes.values()
     infos = list(nodes)
     versions = list(map(_VERSION, infos))
     facts: list[NodeFacts | None] = list(map(_FACTS, infos))
-    last = _last
     if last is not None and last.same_table(infos, versions, facts):
-        return last
-    summary = last.derive(infos, versions, facts) if last is not None else ClusterSummary(infos, versions, facts)
+        summary = last
+    else:
+        summary = last.derive(infos, versions, facts) if last is not None else ClusterSummary(infos, versions, facts)
+    if snapshot.sealed:
+        summary.source = snapshot
     with _lock:
         _last = summary
     return summary

@@ -137,3 +137,32 @@ def test_engine_never_serves_a_stale_summary() -> None:
     snapshot.nodes["n2"].add_pod(make_pod("guard", spec={"affinity": ANTI}, node_name="n2"))
     result = engine.filter_nodes(policy, incoming, snapshot, ["n1", "n2"])
     assert result.passing == ["n1"] and "n2" in result.failed
+
+
+def test_a_sealed_snapshot_reuses_its_summary_without_a_walk(monkeypatch: Any) -> None:
+    rng = random.Random(5)
+    serial = [0]
+    sealed = Snapshot(nodes={f"n{i}": _node(rng, f"n{i}", serial) for i in range(20)}, sealed=True)
+    first = summary_for(sealed)
+    walks: list[int] = []
+    original = ClusterSummary.same_table
+
+    def counting(self: ClusterSummary, *args: Any) -> bool:
+        walks.append(1)
+        return original(self, *args)
+
+    monkeypatch.setattr(ClusterSummary, "same_table", counting)
+    assert summary_for(sealed) is first
+    assert walks == [], "a sealed snapshot seen last time needs no table check"
+    # An unsealed snapshot with the same table is still checked (it may have been edited in place).
+    loose = Snapshot(nodes=dict(sealed.nodes))
+    assert summary_for(loose) is first
+    assert walks == [1]
+    # A new sealed snapshot (the cache's next one) is checked once, then reused.
+    changed = dict(sealed.nodes)
+    changed["n0"] = _node(rng, "n0", serial)
+    nxt = Snapshot(nodes=changed, sealed=True)
+    derived = summary_for(nxt)
+    assert derived is not first
+    assert summary_for(nxt) is derived
+    assert len(walks) == 2
