@@ -93,6 +93,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             await state.gangs.stop()
             await state.runtime.stop()
             await state.redis.aclose()
+            await pool.disconnect()  # a pool passed in explicitly is not closed by aclose()
 
     app = FastAPI(
         title="kube-gang-extender",

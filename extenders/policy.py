@@ -87,7 +87,7 @@ def _check_names(kind: str, names: list[str], known: Mapping[str, object]) -> No
     unknown = [n for n in names if n not in known]
     if unknown:
         raise ValueError(
-            f"unknown {kind} {', '.join(repr(n) for n in unknown)}; known {kind}s: {', '.join(sorted(known))}"
+            f"unknown {kind} {', '.join(repr(n) for n in unknown)}; known {kind} names: {', '.join(sorted(known))}"
         )
     seen: set[str] = set()
     for name in names:
