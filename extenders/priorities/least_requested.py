@@ -9,20 +9,17 @@ from __future__ import annotations
 from typing import Any
 
 from extenders.model import NodeInfo, PodInfo
-from extenders.priorities.base import MAX_PRIORITY, ScoringContext, register
+from extenders.priorities.base import ScoringContext, register
 from extenders.priorities.normalize import clamp
 from extenders.priorities.resource_terms import (
     ResourceTerm,
+    free_share,
     free_share_scores,
     resource_rows,
     resource_terms,
     weighted_resource_score,
 )
 from extenders.snapshot import Snapshot
-
-
-def _free_share(requested: int, capacity: int) -> float:
-    return (capacity - requested) * MAX_PRIORITY / capacity if requested <= capacity else 0.0
 
 
 class LeastRequested:
@@ -34,7 +31,7 @@ class LeastRequested:
         return resource_terms(pod, ctx.resource_weights, nonzero=True)
 
     def score(self, pod: PodInfo, node: NodeInfo, state: Any, ctx: ScoringContext) -> float:
-        return weighted_resource_score(node, state, _free_share)
+        return weighted_resource_score(node, state, free_share)
 
     def score_all(self, pod: PodInfo, nodes: list[NodeInfo], state: Any, ctx: ScoringContext) -> list[float]:
         if ctx.summary is None:

@@ -9,21 +9,17 @@ from __future__ import annotations
 from typing import Any
 
 from extenders.model import NodeInfo, PodInfo
-from extenders.priorities.base import MAX_PRIORITY, ScoringContext, register
+from extenders.priorities.base import ScoringContext, register
 from extenders.priorities.normalize import clamp
 from extenders.priorities.resource_terms import (
     ResourceTerm,
     resource_rows,
     resource_terms,
+    used_share,
     used_share_scores,
     weighted_resource_score,
 )
 from extenders.snapshot import Snapshot
-
-
-def _used_share(requested: int, capacity: int) -> float:
-    # Over-commit counts as full.
-    return MAX_PRIORITY if requested >= capacity else requested * MAX_PRIORITY / capacity
 
 
 class MostRequested:
@@ -35,7 +31,7 @@ class MostRequested:
         return resource_terms(pod, ctx.resource_weights, nonzero=True)
 
     def score(self, pod: PodInfo, node: NodeInfo, state: Any, ctx: ScoringContext) -> float:
-        return weighted_resource_score(node, state, _used_share)
+        return weighted_resource_score(node, state, used_share)
 
     def score_all(self, pod: PodInfo, nodes: list[NodeInfo], state: Any, ctx: ScoringContext) -> list[float]:
         if ctx.summary is None:

@@ -119,18 +119,23 @@ def _weighted_mean(parts: list[tuple[Iterable[float], int]], count: int) -> list
     return list(map(truediv, totals, repeat(weight_sum)))
 
 
-def free_share_scores(
-    nodes: list[NodeInfo], terms: tuple[ResourceTerm, ...], rows: dict[str, tuple[int, ...]]
+def free_share(requested: int, capacity: int) -> float:
+    """LeastRequested's per-resource score: the free share, 0 when over-committed."""
+    return (capacity - requested) * MAX_PRIORITY / capacity if requested <= capacity else 0.0
+
+
+def used_share(requested: int, capacity: int) -> float:
+    """MostRequested's per-resource score: the used share, full when over-committed."""
+    return MAX_PRIORITY if requested >= capacity else requested * MAX_PRIORITY / capacity
+
+
+def _row_scores(
+    nodes: list[NodeInfo],
+    terms: tuple[ResourceTerm, ...],
+    rows: dict[str, tuple[int, ...]],
+    share: Callable[[int, int], float],
 ) -> list[float]:
-    """``weighted_resource_score(node, terms, free share)`` for each node, from ``resource_rows`` (LeastRequested)."""
-    columns = resource_columns(rows, [node.name for node in nodes], terms)
-    if columns is not None:
-        # (capacity - requested) * MAX / capacity, and 0 when over-committed (where that is negative).
-        parts: list[tuple[Iterable[float], int]] = []
-        for capacities, requests, term_weight in columns:
-            share = map(truediv, map(mul, map(sub, capacities, requests), repeat(MAX_PRIORITY)), capacities)
-            parts.append((map(max, share, repeat(0.0)), term_weight))
-        return _weighted_mean(parts, len(nodes))
+    """``weighted_resource_score`` per node, reading the summary's resource rows."""
     out: list[float] = []
     append = out.append
     indexed = [(2 * i, weight, pod_request) for i, (_name, weight, pod_request, _kind) in enumerate(terms)]
@@ -145,36 +150,32 @@ def free_share_scores(
             capacity = row[at]
             if capacity <= 0:
                 continue
-            requested = row[at + 1] + pod_request
-            total += ((capacity - requested) * MAX_PRIORITY / capacity if requested <= capacity else 0.0) * weight
+            total += share(row[at + 1] + pod_request, capacity) * weight
             weight_sum += weight
         append(total / weight_sum if weight_sum else 0.0)
     return out
+
+
+def free_share_scores(
+    nodes: list[NodeInfo], terms: tuple[ResourceTerm, ...], rows: dict[str, tuple[int, ...]]
+) -> list[float]:
+    """``weighted_resource_score(node, terms, free_share)`` for each node (LeastRequested)."""
+    columns = resource_columns(rows, [node.name for node in nodes], terms)
+    if columns is None:
+        return _row_scores(nodes, terms, rows, free_share)
+    # Column-wise: (capacity - requested) * MAX / capacity, and 0 where that is negative (over-committed).
+    parts: list[tuple[Iterable[float], int]] = []
+    for capacities, requests, term_weight in columns:
+        share = map(truediv, map(mul, map(sub, capacities, requests), repeat(MAX_PRIORITY)), capacities)
+        parts.append((map(max, share, repeat(0.0)), term_weight))
+    return _weighted_mean(parts, len(nodes))
 
 
 def used_share_scores(
     nodes: list[NodeInfo], terms: tuple[ResourceTerm, ...], rows: dict[str, tuple[int, ...]]
 ) -> list[float]:
-    """``weighted_resource_score(node, terms, used share)`` for each node, from ``resource_rows`` (MostRequested)."""
-    out: list[float] = []
-    append = out.append
-    indexed = [(2 * i, weight, pod_request) for i, (_name, weight, pod_request, _kind) in enumerate(terms)]
-    for node in nodes:
-        row = rows.get(node.name)
-        if row is None:
-            append(0.0)
-            continue
-        total = 0.0
-        weight_sum = 0
-        for at, weight, pod_request in indexed:
-            capacity = row[at]
-            if capacity <= 0:
-                continue
-            requested = row[at + 1] + pod_request
-            total += (MAX_PRIORITY if requested >= capacity else requested * MAX_PRIORITY / capacity) * weight
-            weight_sum += weight
-        append(total / weight_sum if weight_sum else 0.0)
-    return out
+    """``weighted_resource_score(node, terms, used_share)`` for each node (MostRequested)."""
+    return _row_scores(nodes, terms, rows, used_share)
 
 
 def weighted_resource_score(
