@@ -25,9 +25,7 @@ import asyncio
 import os
 import random
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from dataclasses import dataclass
@@ -41,9 +39,10 @@ import redis.asyncio as aredis
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from app.embedded_redis import EmbeddedRedis, free_port  # noqa: E402
+from app.embedded_redis import EmbeddedRedis  # noqa: E402
 from extenders.model import NodeFacts, PodInfo  # noqa: E402
 from extenders.store import Op, Store  # noqa: E402
+from tests.plugins.servers import ServerProcess  # noqa: E402
 
 Json = dict[str, Any]
 BATCH = 500
@@ -196,61 +195,6 @@ async def delete_prefix(client: aredis.Redis, prefix: str) -> None:
         await client.unlink(*batch)
 
 
-# ------------------------------------------------------------------ the replica
-class Replica:
-    """One ``python -m app`` process with the watch off, logging to a temporary file."""
-
-    def __init__(self, redis_url: str, prefix: str) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = tempfile.NamedTemporaryFile(prefix="bench-http-", suffix=".log", delete=False)  # noqa: SIM115
-        env = {
-            **os.environ,
-            "EXTENDER_REDIS_URL": redis_url,
-            "EXTENDER_REDIS_PREFIX": prefix,
-            "EXTENDER_KUBE_MODE": "off",
-            "EXTENDER_REPLICA_ID": "bench-http",
-            "EXTENDER_LOG_LEVEL": "warning",
-            "PYTHONUNBUFFERED": "1",
-        }
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "app", "--host", "127.0.0.1", "--port", str(self.port)],
-            cwd=REPO,
-            env=env,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-        )
-
-    def wait_ready(self, timeout: float = 180.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"the replica exited with {self.proc.returncode}; log: {self.log.name}")
-            try:
-                if httpx.get(f"{self.url}/readyz", timeout=5.0).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        raise RuntimeError(f"the replica was not ready within {timeout}s; log: {self.log.name}")
-
-    def describe_failure(self) -> str:
-        """The replica's state and the end of its log, for a run that went wrong."""
-        self.log.flush()
-        tail = Path(self.log.name).read_text(errors="replace")[-4000:]
-        return f"replica exit code: {self.proc.poll()}; log tail:\n{tail}"
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
-
-
 def wait_generation(client: httpx.Client, generation: int, timeout: float = 120.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -342,15 +286,21 @@ async def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
     lease = (await store.acquire_lease("bench-http-writer#0", 3600)).lease
     if lease is None:
         raise RuntimeError("could not take the writer lease on a fresh prefix")
-    replica: Replica | None = None
+    replica: ServerProcess | None = None
     try:
         started = time.perf_counter()
         await load_cluster(store, lease.epoch, nodes, pods)
         load_seconds = time.perf_counter() - started
 
         started = time.perf_counter()
-        replica = Replica(url, prefix)
-        replica.wait_ready()
+        env = {
+            "EXTENDER_REDIS_URL": url,
+            "EXTENDER_REDIS_PREFIX": prefix,
+            "EXTENDER_KUBE_MODE": "off",
+            "EXTENDER_LOG_LEVEL": "warning",
+        }
+        replica = ServerProcess(env, "bench-http")
+        replica.wait_ready(timeout=180.0)  # a 100k-pod snapshot takes a while to load
         ready_seconds = time.perf_counter() - started
         with httpx.Client(base_url=replica.url, timeout=30.0) as client:
             plain = run_scenario(client, names, incoming_pod(False), args, seed=2)
@@ -360,12 +310,12 @@ async def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
             affinity["existing_pods_with_anti_affinity"] = rewritten
     except BaseException:
         if replica is not None:
-            print(replica.describe_failure(), file=sys.stderr)
+            print(f"replica exit code: {replica.proc.poll()}; log tail:\n{replica.log()}", file=sys.stderr)
         raise
     finally:
         if replica is not None:
             replica.stop()
-            Path(replica.log.name).unlink(missing_ok=True)
+            replica.log_path.unlink(missing_ok=True)
         await store.release_lease(lease)
         await delete_prefix(redis_client, prefix)
         await redis_client.aclose()
