@@ -8,11 +8,9 @@ told to ignore, so only this extender counts it.
 from __future__ import annotations
 
 import copy
-import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,10 +31,10 @@ from extenders.preemption import (
     to_wire,
 )
 from extenders.snapshot import Snapshot
+from tests.wire_captures import load_capture
 
 GPU = "example.com/gpu"
 POLICY = default_policy()
-WIRE = Path(__file__).resolve().parents[3] / "shared" / "wire"
 Json = dict[str, Any]
 
 
@@ -533,14 +531,9 @@ def test_to_wire() -> None:
 
 # ------------------------------------------------------------------ captured kube-scheduler bodies
 def _wire(name: str) -> Json:
-    data: Json = json.loads((WIRE / name).read_text())
-    return data
+    return load_capture(name)
 
 
-captures = pytest.mark.skipif(not WIRE.is_dir(), reason="../shared/wire is absent in this checkout")
-
-
-@captures
 def test_captured_full_victims_body() -> None:
     body = _wire("preempt-full-victims-pdb.json")
     victims = {
@@ -566,7 +559,6 @@ def test_captured_full_victims_body() -> None:
     assert all(out[n].num_pdb_violations == 0 for n in out if n != "node-a")
 
 
-@captures
 def test_captured_meta_victims_body_with_unknown_victims() -> None:
     body = _wire("preempt-meta-victims.json")
     meta = body["NodeNameToMetaVictims"]
