@@ -197,9 +197,10 @@ class Scheduler:
             log.exception("explain failed for %s", pod.key)
             raise BadRequest(f"cannot evaluate {pod.key}: {exc!r}") from exc
 
-    async def bind(self, args: ExtenderBindingArgs) -> dict[str, Any]:
+    async def bind(self, args: ExtenderBindingArgs, gone: asyncio.Event | None = None) -> dict[str, Any]:
+        """``gone`` is set when the caller disconnects (a held gang member then withdraws)."""
         try:
-            return {"Error": await self.gangs.bind_args(args)}
+            return {"Error": await self.gangs.bind_args(args, gone)}
         except (RedisError, OSError, TimeoutError) as exc:
             # Nothing was bound: the binding is created only after the reservation in Redis succeeded.
             log.warning("bind of %s/%s failed: Redis unavailable: %s", args.PodNamespace, args.PodName, exc)

@@ -5,6 +5,7 @@ BadRequest (422) and SnapshotUnavailable (503) are mapped in app.errors.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
@@ -55,10 +56,24 @@ async def preempt(args: ExtenderPreemptionArgs, request: Request) -> JSONAnswer:
     return JSONAnswer(await _scheduler(get_state(request)).preempt(args))
 
 
+async def _disconnected(request: Request, gone: asyncio.Event) -> None:
+    """Set ``gone`` when the client hangs up (the body is already read, so the next message is
+    ``http.disconnect``): kube-scheduler closes the connection when its ``httpTimeout`` passes."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+    gone.set()
+
+
 @router.post("/bind", response_model=ExtenderBindingResult, summary="Bind a pod to a node (gang-aware)")
 async def bind(args: ExtenderBindingArgs, request: Request) -> JSONAnswer:
     state = get_state(request)
-    answer = await _scheduler(state).bind(args)
+    scheduler = _scheduler(state)
+    gone = asyncio.Event()
+    watch = asyncio.create_task(_disconnected(request, gone))
+    try:
+        answer = await scheduler.bind(args, gone)
+    finally:
+        watch.cancel()
     _domain_error(state, "bind", answer)
     return JSONAnswer(answer)
 

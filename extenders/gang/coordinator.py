@@ -21,7 +21,8 @@ from extenders.binder import Binder, BindTarget
 from extenders.gang.config import GangConfig
 from extenders.gang.membership import GangIndexCache, GangMembers, GangRef, timestamp_ms
 from extenders.gang.state import ArriveResult, ArriveStatus, GangStore
-from extenders.gang.waiters import DoneBatcher, Outcome, Waiters
+from extenders.gang.waiters import DoneBatcher, Outcome, Waiters, WaitResult
+from extenders.leader import cancel_and_wait
 from extenders.model import PodInfo
 
 log = logging.getLogger(__name__)
@@ -81,8 +82,10 @@ class BindCoordinator:
                     return result
         return f"node {target.node} kept changing while reserving {pod.key}; try again"
 
-    async def bind(self, target: BindTarget, pod: PodInfo, ref: GangRef) -> str:
-        """Bind one gang member; returns the Error text ("" on success)."""
+    async def bind(self, target: BindTarget, pod: PodInfo, ref: GangRef, gone: asyncio.Event | None = None) -> str:
+        """Bind one gang member; returns the Error text ("" on success). ``gone`` is set when the
+        caller stops waiting (kube-scheduler's ``httpTimeout`` passed): a held arrival is then
+        withdrawn, unless the gang was permitted meanwhile."""
         if ref.min_member is None:
             return ref.error
         token = secrets.token_hex(8)
@@ -106,9 +109,17 @@ class BindCoordinator:
         if status is ArriveStatus.PERMITTED:
             self.waiters.wake(ref.key)
             return await self._bind_permitted(target, pod, ref, token)
-        return await self._hold(target, pod, ref, token, arrived)
+        return await self._hold(target, pod, ref, token, arrived, gone)
 
-    async def _hold(self, target: BindTarget, pod: PodInfo, ref: GangRef, token: str, arrived: ArriveResult) -> str:
+    async def _hold(
+        self,
+        target: BindTarget,
+        pod: PodInfo,
+        ref: GangRef,
+        token: str,
+        arrived: ArriveResult,
+        gone: asyncio.Event | None = None,
+    ) -> str:
         log.debug(
             "gang %s: %s held on %s (%d held, %d bound of %d)",
             ref.key,
@@ -120,12 +131,15 @@ class BindCoordinator:
         )
         timeout = arrived.ms_left / 1000 + 2 * self.config.arrival_lease_seconds + 1.0
         try:
-            waited = await self.waiters.wait(ref.key, pod.uid, token, timeout)
+            waited = await self._wait(ref.key, pod.uid, token, timeout, gone)
         except asyncio.CancelledError:
-            # The call is going away (client gone, shutdown): withdraw, so nothing stays reserved.
+            # The call is going away (shutdown): withdraw, so nothing stays reserved. A gang
+            # permitted meanwhile keeps the arrival: kube-scheduler's retry of this pod binds it.
             with contextlib.suppress(Exception):
-                await asyncio.shield(self.store.done(ref.key, pod.uid, token, bound=False))
+                await asyncio.shield(self.store.withdraw(ref.key, pod.uid, token))
             raise
+        if waited is None:
+            return await self._caller_gone(target, pod, ref, token)
         if waited.outcome is Outcome.PERMITTED:
             return await self._bind_permitted(target, pod, ref, token)
         if waited.outcome is Outcome.REJECTED:
@@ -137,6 +151,41 @@ class BindCoordinator:
                 self.store.done(ref.key, pod.uid, token, bound=False), timeout=self.config.arrival_lease_seconds
             )
         return waited.why
+
+    async def _wait(
+        self, gang: str, uid: str, token: str, timeout: float, gone: asyncio.Event | None
+    ) -> WaitResult | None:
+        """The gang's decision, or None when ``gone`` is set first."""
+        if gone is None:
+            return await self.waiters.wait(gang, uid, token, timeout)
+        decision = asyncio.ensure_future(self.waiters.wait(gang, uid, token, timeout))
+        left = asyncio.ensure_future(gone.wait())
+        try:
+            await asyncio.wait((decision, left), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            left.cancel()
+            if not decision.done():
+                await cancel_and_wait(decision)
+        if decision.cancelled():
+            return None
+        return decision.result()  # decided, even if the caller left in the same moment
+
+    async def _caller_gone(self, target: BindTarget, pod: PodInfo, ref: GangRef, token: str) -> str:
+        """The caller stopped waiting while held: take the arrival back, so its capacity does not
+        stay reserved for an answer nobody reads and kube-scheduler's retry starts clean."""
+        try:
+            withdrawn = await asyncio.wait_for(
+                self.store.withdraw(ref.key, pod.uid, token), timeout=self.config.arrival_lease_seconds
+            )
+        except (RedisError, OSError, TimeoutError) as exc:
+            # No longer refreshed, the arrival lapses with its lease and releases its reservation.
+            log.warning("gang %s: withdrawing %s failed (%s); its lease lapses instead", ref.key, pod.key, exc)
+            return f"gang {ref.key}: the caller stopped waiting for {pod.key}; its arrival lapses with its lease"
+        if not withdrawn:
+            # Permitted in the meantime: all-or-nothing needs this member bound all the same.
+            return await self._bind_permitted(target, pod, ref, token)
+        log.info("gang %s: %s withdrawn: the caller stopped waiting (bind httpTimeout?)", ref.key, pod.key)
+        return f"gang {ref.key}: the caller stopped waiting for {pod.key}; its arrival was withdrawn"
 
     async def _bind_permitted(self, target: BindTarget, pod: PodInfo, ref: GangRef, token: str) -> str:
         result = await self.binder.api_bind(pod, target.node)

@@ -95,8 +95,9 @@ class GangService:
 
     # --- the bind verb -------------------------------------------------------------------------
 
-    async def bind(self, namespace: str, name: str, uid: str, node: str) -> str:
-        """The bind verb: "" on success, else the text for the answer's ``Error``."""
+    async def bind(self, namespace: str, name: str, uid: str, node: str, gone: asyncio.Event | None = None) -> str:
+        """The bind verb: "" on success, else the text for the answer's ``Error``. ``gone``: set
+        when the caller stops waiting (see BindCoordinator.bind)."""
         target = BindTarget(namespace, name, uid, node)
         try:
             snapshot = await self.runtime.snapshot()
@@ -108,11 +109,11 @@ class GangService:
         ref = gang_ref(resolved.pod, snapshot.podgroups, self.config)
         if ref is None or not ref.is_gang:
             return await self.binder.bind(target, resolved)
-        return await self.coordinator.bind(target, resolved.pod, ref)
+        return await self.coordinator.bind(target, resolved.pod, ref, gone)
 
-    async def bind_args(self, args: Any) -> str:
+    async def bind_args(self, args: Any, gone: asyncio.Event | None = None) -> str:
         """``bind`` from an object with kube-scheduler's field names (PodName, PodNamespace, PodUID, Node)."""
-        return await self.bind(args.PodNamespace, args.PodName, args.PodUID, args.Node)
+        return await self.bind(args.PodNamespace, args.PodName, args.PodUID, args.Node, gone)
 
     # --- filter --------------------------------------------------------------------------------
 

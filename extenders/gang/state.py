@@ -205,6 +205,12 @@ class GangStore:
         """End a held call: mark it bound, or withdraw it and release its reservation."""
         return (await self.done_many(gang, [(uid, token, bound)]))[0]
 
+    async def withdraw(self, gang: str, uid: str, token: str) -> bool:
+        """Take back a held arrival whose caller went away; False when the gang is already
+        permitted (the arrival stays, and the pod must be bound for all-or-nothing)."""
+        args: list[Any] = [gang, _ms(self.config.assumed_ttl_seconds), uid, token, "withdraw"]
+        return int((await self._run("gang_done", *args))[0]) != 2
+
     async def done_many(self, gang: str, calls: Sequence[tuple[str, str, bool]]) -> list[bool]:
         """``done`` for several calls of one gang in one script call."""
         args: list[Any] = [gang, _ms(self.config.assumed_ttl_seconds)]

@@ -1,8 +1,11 @@
 -- Held members' calls end. ARGV: prefix, cooldown ms, gang, assumed ttl ms, then triples
--- uid, token, outcome ('bound' | 'failed'). 'bound': the API bound the pod; its reservation now
--- waits for the watch to confirm it. 'failed': withdraw the arrival and release the reservation
--- (bind failed, call cancelled). Only the call that owns an arrival (same token) changes it.
--- Returns one 1/0 per triple: whether it changed anything.
+-- uid, token, outcome ('bound' | 'failed' | 'withdraw'). 'bound': the API bound the pod; its
+-- reservation now waits for the watch to confirm it. 'failed': withdraw the arrival and release
+-- the reservation (the bind failed). 'withdraw': the same, but only while the gang is not
+-- permitted (its caller went away while held); a permitted gang keeps every arrival, since
+-- all-or-nothing needs each of them bound. Only the call that owns an arrival (same token)
+-- changes it. Returns one number per triple: 1 changed, 0 nothing to change, 2 refused
+-- ('withdraw' on a permitted gang: the caller must bind).
 local gk, ttl = ARGV[3], tonumber(ARGV[4])
 
 local function one(now, uid, token, outcome)
@@ -10,6 +13,7 @@ local function one(now, uid, token, outcome)
   if not raw then return 0 end  -- dropped (lease lapsed, rejected): whoever dropped it released it
   local rec = cjson.decode(raw)
   if rec.t ~= token then return 0 end
+  if outcome == 'withdraw' and redis.call('HGET', k_state(gk), 'state') == 'permitted' then return 2 end
   redis.call('ZREM', k_lease(gk), uid)
   if outcome == 'bound' then
     rec.st = 'b'

@@ -266,3 +266,31 @@ async def test_bind_retries_are_idempotent_and_conflicts_are_errors(start_cluste
     c.kube.client.delete("Pod", "gone", "five")
     assert "not found" in await c.bind(1, gone, "g5-n2")
     assert await c.gpus_requested(1, "g5-n2") == 0
+
+
+async def test_a_held_call_whose_caller_hangs_up_withdraws_its_arrival(start_cluster: Any) -> None:
+    """kube-scheduler drops a bind call when its httpTimeout passes: the held arrival must not stay
+    reserved (and later bind) behind its back; its retry then completes the gang."""
+    c: Cluster = await start_cluster(EXTENDER_GANG_WINDOW_SECONDS="20")
+    pods = await c.create([gpu_node("g6-n1", 4)], [gang_pod(f"w-{i}", "six", "train", 3) for i in range(3)])
+    meta = pods[0]["metadata"]
+    body = {"PodName": meta["name"], "PodNamespace": "six", "PodUID": meta["uid"], "Node": "g6-n1"}
+    held = asyncio.create_task(c.bind(1, pods[1], "g6-n1"))
+    async with httpx.AsyncClient(timeout=0.5) as impatient:
+        with pytest.raises(httpx.ReadTimeout):
+            await impatient.post(f"{c.server(0).url}/bind", json=body)
+
+    async def only_the_patient_one_arrived() -> bool:
+        doc = await c.gang(2, "six", "train")
+        return doc is not None and [a["pod"] for a in doc["arrived"]] == ["w-1"]
+
+    # Well inside the 20 s window and before a 1 s arrival lease could lapse on its own.
+    started = time.monotonic()
+    await eventually(only_the_patient_one_arrived, 5)
+    assert time.monotonic() - started < 1.0
+    assert await c.gpus_requested(2, "g6-n1") == 1  # w-1's reservation only
+    assert c.kube.requests("bind", "pods") == 0 and not held.done()
+    # kube-scheduler retries w-0; with w-2 the gang is complete and all three bind.
+    assert await asyncio.gather(c.bind(0, pods[0], "g6-n1"), c.bind(2, pods[2], "g6-n1")) == ["", ""]
+    assert await asyncio.wait_for(held, 5) == ""
+    assert [c.node_of(p) for p in pods] == ["g6-n1"] * 3

@@ -219,6 +219,29 @@ async def test_done_marks_bound_or_withdraws(store: Store) -> None:
     assert records[0].fields["state"] == "permitted"
 
 
+async def test_withdraw_takes_a_held_arrival_back_but_not_once_the_gang_is_permitted(store: Store) -> None:
+    await seed(store, [gpu_node("n1")])
+    g = gangs(store)
+    a, b, c = pods("a", 3, 2)
+    await arrive(g, a, "n1", 2)
+    assert await g.withdraw("default/a", a.uid, "t")  # held, gang assembling: taken back
+    assert await store.placed_pods() == {}
+    _, records = await g.read(["default/a"])
+    assert a.uid not in records[0].arrivals
+    assert await g.withdraw("default/a", a.uid, "t")  # nothing left to take back: still not refused
+    await arrive(g, a, "n1", 2)
+    assert (await arrive(g, b, "n1", 2)).status is ArriveStatus.PERMITTED
+    assert not await g.withdraw("default/a", a.uid, "t")  # permitted: refused, the member must bind
+    _, records = await g.read(["default/a"])
+    assert a.uid in records[0].arrivals
+    assert set(await store.placed_pods()) == {a.uid, b.uid}
+    assert (await arrive(g, c, "n1", 2)).status is ArriveStatus.PERMITTED  # late member binds at once
+    # A superseded call (other token) owns nothing: not refused (it must not bind), and nothing changes.
+    assert await g.withdraw("default/a", c.uid, "other-token")
+    _, records = await g.read(["default/a"])
+    assert c.uid in records[0].arrivals
+
+
 async def test_admission_is_first_come_by_creation_and_bounded(store: Store) -> None:
     await seed(store, [gpu_node("n1")])
     g = gangs(store)
