@@ -103,6 +103,11 @@ class EmbeddedRedis:
         self.stop()
         raise EmbeddedRedisError(f"redis-server did not answer on port {self.port} within {timeout}s")
 
+    @property
+    def pid(self) -> int:
+        """The redis-server's process id (0 when not running)."""
+        return self._proc.pid if self._proc is not None and self._proc.poll() is None else 0
+
     def stop(self) -> None:
         if self._proc is not None and self._proc.poll() is None:
             self._proc.terminate()

@@ -39,6 +39,7 @@ def runtime_config(settings: Settings) -> RuntimeConfig:
         kube_mode=settings.kube_mode,
         kube_url=settings.kube_url,
         kube_token=settings.kube_token,
+        kube_transport=settings.kube_transport,
     )
 
 

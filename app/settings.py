@@ -39,6 +39,9 @@ class Settings(BaseSettings):
     )
     kube_url: str | None = Field(default=None, description="explicit API server URL (overrides kubeconfig)")
     kube_token: str | None = Field(default=None, description="bearer token for kube_url")
+    kube_transport: Literal["aiohttp", "httpx"] = Field(
+        default="aiohttp", description="connection pool under the httpx client: aiohttp (faster) or httpx's own"
+    )
     gang_window_seconds: float = Field(default=30.0, gt=0, description="gang window from its first arrival at bind")
     gang_cooldown_seconds: float = Field(default=10.0, ge=0, description="a rejected gang waits this long")
     gang_max_assembling: int = Field(default=1, ge=1, description="gangs admitted to assemble at once (no deadlock)")

@@ -6,13 +6,18 @@ bind call (spread round-robin over the replicas), then times the last member's c
 every call has answered: ``release_ms``. Needs the app's bind verb wired to
 ``extenders.gang.GangService``. Two figures put it in context:
 
-- ``api_only_ms``: the same number of Bindings POSTed straight to the fake API server (one
-  client, 8 at a time) -- the floor any extender pays for creating them there;
+- ``api_only_ms``: the same number of Bindings POSTed straight to the fake API server through
+  the extender's own API client (``build_http_client``), 8 at a time, from one process -- what
+  creating them costs there, without any gang machinery;
 - ``coordination_ms``: the same release with three GangService instances in this process and
   an API stand-in that binds instantly -- what the gang machinery itself costs (pub/sub wake-up,
   polls, reservation bookkeeping), without the API server.
 
-Prints one JSON object. Usage: python -m bench.bench_gang [--sizes 8,64,256] [--repeat 3]
+``release_cpu_ms`` is the CPU time each process used during the release (Linux /proc):
+everything shares this machine's cores, so it shows where the time goes when they are saturated.
+
+Prints one JSON object. Usage:
+python -m bench.bench_gang [--sizes 8,64,256] [--repeat 3] [--kube-transport aiohttp|httpx]
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from typing import Any
 import httpx
 
 from app.embedded_redis import EmbeddedRedis, free_port
+from extenders.kube.config import build_http_client
 
 REPO = Path(__file__).resolve().parents[1]
 GPU = "example.com/gpu"
@@ -53,6 +59,15 @@ def _wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float = 30.0) -
             pass
         time.sleep(0.1)
     raise RuntimeError(f"{url} not up within {timeout}s")
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """user+system CPU of a process so far (Linux), None where /proc is not there."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _node(name: str) -> dict[str, Any]:
@@ -113,7 +128,7 @@ async def post_json(url: str, path: str, body: dict[str, Any]) -> dict[str, Any]
 
 
 class Bench:
-    def __init__(self, replicas: int, log_dir: Path) -> None:
+    def __init__(self, replicas: int, log_dir: Path, kube_transport: str = "aiohttp") -> None:
         self.redis = EmbeddedRedis().start()
         self.token = secrets.token_hex(8)
         self.procs: list[subprocess.Popen[bytes]] = []
@@ -137,6 +152,7 @@ class Bench:
                 "EXTENDER_KUBE_MODE": "on",
                 "EXTENDER_KUBE_URL": self.kube_url,
                 "EXTENDER_KUBE_TOKEN": self.token,
+                "EXTENDER_KUBE_TRANSPORT": kube_transport,
                 "EXTENDER_GANG_WINDOW_SECONDS": "120",
                 "EXTENDER_LOG_LEVEL": "warning",
             }
@@ -146,6 +162,12 @@ class Bench:
             _wait_http(f"{url}/readyz", self.procs[-1], 60)
             self.urls.append(url)
         self.nodes = 0
+        self.kube_transport = kube_transport
+
+    def _cpu(self) -> dict[str, float | None]:
+        pids = {"api_server": self.procs[0].pid, "redis": self.redis.pid}
+        pids.update({f"replica-{i + 1}": p.pid for i, p in enumerate(self.procs[1:])})
+        return {name: _cpu_seconds(pid) for name, pid in pids.items()} | {"bench": time.process_time()}
 
     def _spawn(self, cmd: list[str], env: dict[str, str], log: Path) -> None:
         out = log.open("wb")
@@ -201,14 +223,17 @@ class Bench:
             held = [asyncio.create_task(bind(i)) for i in range(size - 1)]
             await self._await_arrived(http, namespace, gang, size - 1)
             arrival_phase = time.perf_counter() - started
+            cpu0 = self._cpu()
             t0 = time.perf_counter()
             last = asyncio.create_task(bind(size - 1))
             errors = await asyncio.gather(*held, last)
             release = time.perf_counter() - t0
+            cpu1 = self._cpu()
         failed = [e for e in errors if e]
         if failed:
             raise RuntimeError(f"gang of {size}: {len(failed)} binds failed, e.g. {failed[0]}")
-        return {"release_s": release, "arrival_phase_s": arrival_phase}
+        cpu = {k: (cpu1[k] - v) * 1000 for k, v in cpu0.items() if v is not None and cpu1[k] is not None}
+        return {"release_s": release, "arrival_phase_s": arrival_phase, "cpu_ms": cpu}
 
     async def api_only(self, size: int, run: int) -> float:
         """Seconds for the fake API server to take ``size`` Bindings straight from one client."""
@@ -217,8 +242,9 @@ class Bench:
             self._post(f"/api/v1/namespaces/{namespace}/pods", _pod(f"w-{i}", namespace, "none", 1))
             for i in range(size)
         ]
-        headers = {"Authorization": f"Bearer {self.token}"}
-        async with httpx.AsyncClient(base_url=self.kube_url, headers=headers, timeout=30) as http:
+        http = build_http_client("on", url=self.kube_url, token=self.token, transport=self.kube_transport)
+        assert http is not None
+        async with http:
             slots = asyncio.Semaphore(8)
 
             async def one(pod: dict[str, Any]) -> None:
@@ -314,9 +340,16 @@ def _ms(values: list[float]) -> dict[str, Any]:
     }
 
 
-async def _main(sizes: list[int], repeat: int, replicas: int) -> dict[str, Any]:
+def _cpu_medians(runs: list[dict[str, Any]]) -> dict[str, float]:
+    names = sorted(set.intersection(*(set(r["cpu_ms"]) for r in runs)))
+    medians = {n: round(statistics.median(r["cpu_ms"][n] for r in runs), 1) for n in names}
+    medians["total"] = round(statistics.median(sum(r["cpu_ms"][n] for n in names) for r in runs), 1)
+    return medians
+
+
+async def _main(sizes: list[int], repeat: int, replicas: int, kube_transport: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-gang-") as tmp:
-        bench = Bench(replicas, Path(tmp))
+        bench = Bench(replicas, Path(tmp), kube_transport)
         try:
             results = []
             for size in sizes:
@@ -327,6 +360,7 @@ async def _main(sizes: list[int], repeat: int, replicas: int) -> dict[str, Any]:
                     {
                         "gang_size": size,
                         "release_ms": _ms([r["release_s"] for r in runs]),
+                        "release_cpu_ms": _cpu_medians(runs),
                         "api_only_ms": _ms(api),
                         "coordination_ms": _ms(coord),
                         "arrival_phase_s_median": round(statistics.median(r["arrival_phase_s"] for r in runs), 3),
@@ -335,6 +369,7 @@ async def _main(sizes: list[int], repeat: int, replicas: int) -> dict[str, Any]:
             return {
                 "benchmark": "gang release: last member's bind call -> every member's call answered, bound",
                 "replicas": replicas,
+                "kube_transport": kube_transport,
                 "cpus": os.cpu_count(),
                 "results": results,
             }
@@ -347,9 +382,10 @@ def main() -> None:
     parser.add_argument("--sizes", default="8,64,256")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--replicas", type=int, default=3)
+    parser.add_argument("--kube-transport", choices=["aiohttp", "httpx"], default="aiohttp")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
-    print(json.dumps(asyncio.run(_main(sizes, args.repeat, args.replicas)), indent=2))
+    print(json.dumps(asyncio.run(_main(sizes, args.repeat, args.replicas, args.kube_transport)), indent=2))
 
 
 if __name__ == "__main__":

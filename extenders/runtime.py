@@ -45,6 +45,7 @@ class RuntimeConfig:
     kubeconfig: str | None = None  # explicit path; else $KUBECONFIG / in-cluster / ~/.kube/config
     kube_url: str | None = None  # explicit API server URL (tests); token via kube_token
     kube_token: str | None = None
+    kube_transport: str = "aiohttp"  # see extenders.kube.transport
     tombstone_keep_seconds: float = 600.0  # replicas idle longer than this reload in full
     sweep_interval_seconds: float | None = None  # default: a tenth of the assumed TTL, 0.5 s to 5 s
     readiness_timeout_seconds: float = 2.0
@@ -59,7 +60,9 @@ class ClusterRuntime:
         self.redis = redis
         self.store = Store(redis, config.prefix)
         self.cache = SnapshotCache(self.store)
-        http = build_http_client(config.kube_mode, config.kubeconfig, config.kube_url, config.kube_token)
+        http = build_http_client(
+            config.kube_mode, config.kubeconfig, config.kube_url, config.kube_token, transport=config.kube_transport
+        )
         self.kube: KubeClient | None = KubeClient(http) if http is not None else None
         self.elector: LeaderElector | None = (
             LeaderElector(self.store, self.replica_id, self._lead, config.lease_seconds) if self.kube else None

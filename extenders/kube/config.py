@@ -19,6 +19,8 @@ from lightkube.config.kubeconfig import KubeConfig
 from lightkube.config.models import User
 from lightkube.core.exceptions import ConfigError
 
+from extenders.kube.transport import TRANSPORTS, build_transport
+
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 DEFAULT_KUBECONFIG = Path("~/.kube/config")
 MODES = ("auto", "on", "off")
@@ -78,16 +80,22 @@ def build_http_client(
     url: str | None = None,
     token: str | None = None,
     service_account: Path = SERVICE_ACCOUNT_DIR,
+    transport: str = "aiohttp",
 ) -> httpx.AsyncClient | None:
     """The API client for ``mode``: "off" -> None; "auto" -> None when nothing is configured;
-    "on" -> KubeConfigError when nothing is configured."""
+    "on" -> KubeConfigError when nothing is configured. ``transport`` picks the connection pool
+    under httpx (see extenders.kube.transport)."""
     if mode not in MODES:
         raise KubeConfigError(f"kube mode must be one of {', '.join(MODES)}, got {mode!r}")
+    if transport not in TRANSPORTS:
+        raise KubeConfigError(f"kube transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}")
     if mode == "off":
         return None
     if url:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        return httpx.AsyncClient(base_url=url.rstrip("/"), headers=headers, timeout=DEFAULT_TIMEOUT)
+        return httpx.AsyncClient(
+            base_url=url.rstrip("/"), headers=headers, timeout=DEFAULT_TIMEOUT, transport=build_transport(transport)
+        )
     config = find_kubeconfig(kubeconfig, service_account)
     if config is None:
         if mode == "on":
@@ -96,4 +104,7 @@ def build_http_client(
                 "(no in-cluster service account, $KUBECONFIG or ~/.kube/config; or set EXTENDER_KUBE_URL)"
             )
         return None
-    return httpx.AsyncClient(**httpx_params(config))
+    params = httpx_params(config)
+    # The transport carries the TLS settings (cluster CA, client certificate) from the kubeconfig.
+    params["transport"] = build_transport(transport, params.pop("verify", True))
+    return httpx.AsyncClient(**params)

@@ -1,7 +1,8 @@
 """A small, honest fake of kube-apiserver for tests, run as its own process over HTTP.
 
 Start: ``python -m tests.fake_kube --port N [--token T] [--no-podgroups] [--bookmark-interval S]
-[--history N]``; in tests use the ``fake_kube`` fixture (tests/plugins/fake_kube.py).
+[--history N] [--tls-cert F --tls-key F [--client-ca F]]``; in tests use the ``fake_kube`` fixture
+(tests/plugins/fake_kube.py; ``FakeKube(..., tls=FakeKubeTLS.create(...))`` for https).
 
 Covered, with the real API's JSON wire formats:
 - core/v1 nodes (cluster-scoped) and pods (namespaced, also listed/watched across namespaces at
@@ -32,6 +33,8 @@ Covered, with the real API's JSON wire formats:
   --bookmark-interval seconds when allowWatchBookmarks=true; sendInitialEvents=true ends the initial
   ADDEDs with the k8s.io/initial-events-end bookmark; timeoutSeconds closes the stream.
 - Bearer-token auth (--token): 401 Status without it (/healthz, /readyz, /livez, /version are open).
+- TLS (--tls-cert/--tls-key) and client-certificate authentication (--client-ca: the handshake fails
+  without a certificate signed by that CA).
 - Pod create defaults relevant to scheduling: schedulerName, priority 0, preemptionPolicy,
   restartPolicy, dnsPolicy, terminationGracePeriodSeconds, the DefaultTolerationSeconds NoExecute
   tolerations. Discovery: /version, /api, /apis, /api/v1, /apis/<group>/<version>.
@@ -44,7 +47,7 @@ Not covered (on purpose): other resources and namespaces as objects (any namespa
 admission plugins beyond the defaults above (no priority-class resolution, quota, limit ranges),
 field validation and full defaulting, QoS class, managedFields and server-side apply, JSON patch,
 finalizers, deletecollection, resourceVersionMatch=Exact and list at an old resourceVersion (lists are
-always at the current revision), the legacy /api/v1/watch/ paths, protobuf, TLS, RBAC, table output.
+always at the current revision), the legacy /api/v1/watch/ paths, protobuf, HTTP/2, RBAC, table output.
 DELETE removes a pod at once unless it is bound and gracePeriodSeconds > 0 is given, in which case it is
 marked terminating (deletionTimestamp, MODIFIED) and removed when the grace period ends -- the real
 default would wait for a kubelet. Watch streams end cleanly (no connection resets).

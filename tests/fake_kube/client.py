@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import copy
+import ssl
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -238,10 +239,14 @@ class WatchStream:
 
 
 class FakeKubeClient:
-    def __init__(self, url: str, token: str | None = None, timeout: float = 5.0) -> None:
+    def __init__(
+        self, url: str, token: str | None = None, timeout: float = 5.0, verify: ssl.SSLContext | bool = True
+    ) -> None:
+        """``verify``: for an https fake, an SSLContext trusting its CA (and holding a client certificate
+        when the server requires one)."""
         self.url = url.rstrip("/")
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self.http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
+        self.http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout, verify=verify)
 
     def close(self) -> None:
         self.http.close()

@@ -2,24 +2,93 @@
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import os
 import secrets
+import ssl
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import trustme
 import yaml
 
 from app.embedded_redis import free_port
 from tests.fake_kube.client import FakeKubeClient
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def _b64(pem: bytes) -> str:
+    return base64.b64encode(pem).decode("ascii")
+
+
+def _pem_chain(leaf: trustme.LeafCert) -> bytes:
+    return b"".join(blob.bytes() for blob in leaf.cert_chain_pems)
+
+
+@dataclass(frozen=True)
+class FakeKubeTLS:
+    """TLS material for an https fake: the cluster CA clients trust, the server's certificate for
+    127.0.0.1, and -- for client-certificate auth -- the CA the server requires client certificates
+    from plus one client certificate it signed (what a kubeconfig's client-certificate-data carries)."""
+
+    ca: trustme.CA
+    server_cert: Path  # PEM chain, issued for IP 127.0.0.1
+    server_key: Path
+    client_ca_file: Path | None = None  # set: the server requires a client certificate signed by it
+    client_cert: trustme.LeafCert | None = None
+
+    @classmethod
+    def create(cls, directory: Path, client_auth: bool = False) -> FakeKubeTLS:
+        """Fresh CAs and certificates, written under ``directory``; ``client_auth`` makes the server
+        require a client certificate (issued by a CA of its own, as a real cluster may do)."""
+        directory.mkdir(parents=True, exist_ok=True)
+        stem = directory / f"fake-kube-{secrets.token_hex(4)}"
+        ca = trustme.CA()
+        leaf = ca.issue_cert("127.0.0.1")
+        server_cert, server_key = stem.with_suffix(".crt"), stem.with_suffix(".key")
+        server_cert.write_bytes(_pem_chain(leaf))
+        server_key.write_bytes(leaf.private_key_pem.bytes())
+        if not client_auth:
+            return cls(ca, server_cert, server_key)
+        client_ca = trustme.CA()
+        client_ca_file = stem.with_name(f"{stem.name}-client-ca.crt")
+        client_ca_file.write_bytes(client_ca.cert_pem.bytes())
+        client_cert = client_ca.issue_cert(common_name="gang-extender", organization_name="system:masters")
+        return cls(ca, server_cert, server_key, client_ca_file, client_cert)
+
+    def server_args(self) -> list[str]:
+        args = ["--tls-cert", str(self.server_cert), "--tls-key", str(self.server_key)]
+        if self.client_ca_file is not None:
+            args += ["--client-ca", str(self.client_ca_file)]
+        return args
+
+    def ssl_context(self) -> ssl.SSLContext:
+        """What the tests' own clients use: trust the CA, present the client certificate if any."""
+        ctx = ssl.create_default_context()
+        self.ca.configure_trust(ctx)
+        if self.client_cert is not None:
+            self.client_cert.configure_cert(ctx)
+        return ctx
+
+    def kubeconfig_cluster(self) -> dict[str, Any]:
+        return {"certificate-authority-data": _b64(self.ca.cert_pem.bytes())}
+
+    def kubeconfig_user(self) -> dict[str, Any]:
+        if self.client_cert is None:
+            return {}
+        return {
+            "client-certificate-data": _b64(_pem_chain(self.client_cert)),
+            "client-key-data": _b64(self.client_cert.private_key_pem.bytes()),
+        }
 
 
 class FakeKube:
@@ -32,9 +101,13 @@ class FakeKube:
         token: str | None = None,
         bookmark_interval: float = 1.0,
         history: int = 1000,
+        tls: FakeKubeTLS | None = None,
     ) -> None:
+        """``tls``: serve https (see FakeKubeTLS); ``token=""`` turns bearer-token auth off."""
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.tls = tls
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
+        self._verify: ssl.SSLContext | bool = tls.ssl_context() if tls else True
         self.token = token if token is not None else f"fake-{secrets.token_hex(8)}"
         self.kubeconfig_path = directory / f"kubeconfig-{self.port}.yaml"
         self.kubeconfig_path.write_text(yaml.safe_dump(self._kubeconfig()))
@@ -54,6 +127,8 @@ class FakeKube:
             args += ["--token", self.token]
         if not podgroups:
             args.append("--no-podgroups")
+        if tls:
+            args += tls.server_args()
         self._log = self.log_path.open("wb")
         self.proc = subprocess.Popen(
             args,
@@ -62,15 +137,19 @@ class FakeKube:
             stdout=self._log,
             stderr=subprocess.STDOUT,
         )
-        self.client = FakeKubeClient(self.url, self.token or None)
+        self.client = FakeKubeClient(self.url, self.token or None, verify=self._verify)
         self._wait_healthy()
 
     def _kubeconfig(self) -> dict[str, Any]:
         user: dict[str, Any] = {"token": self.token} if self.token else {}
+        cluster: dict[str, Any] = {"server": self.url}
+        if self.tls:
+            cluster.update(self.tls.kubeconfig_cluster())
+            user.update(self.tls.kubeconfig_user())
         return {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "fake", "cluster": {"server": self.url}}],
+            "clusters": [{"name": "fake", "cluster": cluster}],
             "users": [{"name": "fake", "user": user}],
             "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "fake", "namespace": "default"}}],
             "current-context": "fake",
@@ -82,7 +161,7 @@ class FakeKube:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"fake kube-apiserver exited with {self.proc.returncode}:\n{self.log()}")
             try:
-                if httpx.get(f"{self.url}/healthz", timeout=0.5).status_code == 200:
+                if httpx.get(f"{self.url}/healthz", timeout=0.5, verify=self._verify).status_code == 200:
                     return
             except httpx.HTTPError:
                 pass
