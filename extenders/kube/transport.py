@@ -9,8 +9,9 @@ only the connection handling changes, through the httpx-aiohttp transport.
 
 from __future__ import annotations
 
+import contextlib
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Literal
 
 import aiohttp
@@ -20,8 +21,8 @@ from httpx_aiohttp import AiohttpTransport
 TransportKind = Literal["aiohttp", "httpx"]
 TRANSPORTS: tuple[TransportKind, ...] = ("aiohttp", "httpx")
 
-# kube-apiserver keeps idle connections far longer; reusing them matters most with TLS, where a
-# new connection per released gang member would cost a handshake each.
+# Idle connections are kept 30 s (httpx's default is 5 s), so a gang released after a quiet spell
+# reuses warm connections instead of opening one per member (with TLS, a handshake each).
 KEEPALIVE_SECONDS = 30.0
 LIMITS = httpx.Limits(max_connections=100, max_keepalive_connections=32, keepalive_expiry=KEEPALIVE_SECONDS)
 
@@ -60,6 +61,18 @@ def _aiohttp_cause(exc: BaseException) -> BaseException | None:
     return None
 
 
+@contextlib.contextmanager
+def _as_httpx_errors() -> Iterator[None]:
+    """Re-raise aiohttp failures (raw, or as httpx-aiohttp mapped them) as the right httpx error."""
+    try:
+        yield
+    except (aiohttp.ClientError, TimeoutError, httpx.TransportError) as exc:
+        cause = _aiohttp_cause(exc)
+        if cause is None:
+            raise
+        raise _httpx_error(cause) from cause
+
+
 class _MappedStream(httpx.AsyncByteStream):
     """A response body whose read errors are always httpx errors (a watch may break mid-stream)."""
 
@@ -67,23 +80,13 @@ class _MappedStream(httpx.AsyncByteStream):
         self._inner = inner
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        try:
+        with _as_httpx_errors():
             async for chunk in self._inner:
                 yield chunk
-        except (aiohttp.ClientError, TimeoutError, httpx.TransportError) as exc:
-            cause = _aiohttp_cause(exc)
-            if cause is None:
-                raise
-            raise _httpx_error(cause) from cause
 
     async def aclose(self) -> None:
-        try:
+        with _as_httpx_errors():
             await self._inner.aclose()
-        except (aiohttp.ClientError, TimeoutError, httpx.TransportError) as exc:
-            cause = _aiohttp_cause(exc)
-            if cause is None:
-                raise
-            raise _httpx_error(cause) from cause
 
 
 class AiohttpKubeTransport(AiohttpTransport):
@@ -91,13 +94,8 @@ class AiohttpKubeTransport(AiohttpTransport):
     httpx's own transport would raise for it."""
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        try:
+        with _as_httpx_errors():
             response = await super().handle_async_request(request)
-        except (aiohttp.ClientError, TimeoutError, httpx.TransportError) as exc:
-            cause = _aiohttp_cause(exc)
-            if cause is None:
-                raise
-            raise _httpx_error(cause) from cause
         assert isinstance(response.stream, httpx.AsyncByteStream)
         response.stream = _MappedStream(response.stream)
         return response
