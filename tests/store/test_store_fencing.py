@@ -94,6 +94,8 @@ async def test_one_leader_and_takeover_within_the_lease_after_a_crash(store: Sto
         took = await wait_for(lambda: any(e.is_leader for e in survivors), lease + 0.5)
         assert took <= lease + 0.2
         assert sum(e.is_leader for e in survivors) == 1
+        # The new leader's work is a task of its own: it starts a loop turn after is_leader flips.
+        await wait_for(lambda: len(started) >= 2, 1.0)
         assert len(started) == 2 and started[1][1] == started[0][1] + 1
     finally:
         for e in electors:
