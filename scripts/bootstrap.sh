@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Make this checkout runnable: a virtualenv with the package and its dev extras, and a
-# redis-server binary (Debian's package, installed when missing). Safe to run again.
+# Make this checkout runnable: a virtualenv with the package and its dev extras, and the servers the
+# project runs beside it, from Debian's packages when missing: redis-server always, and etcd with
+# --test (the end-to-end tier starts its own etcd; kube-apiserver and kube-scheduler come from
+# KUBE_BIN_DIR, see the README). Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,13 +17,22 @@ if [ ! -f "$stamp" ]; then
   rm -f .venv/.installed-* && touch "$stamp"
 fi
 
+packages=()
 if [ -z "${EXTENDER_REDIS_URL:-}" ] && [ -z "${REDIS_URL:-}" ] && ! command -v redis-server >/dev/null 2>&1; then
-  echo "redis-server not found: installing Debian's redis-server package" >&2
+  packages+=(redis-server)
+fi
+if [ "${1:-}" = "--test" ] && ! command -v etcd >/dev/null 2>&1 && [ ! -x "${KUBE_BIN_DIR:-/nonexistent}/etcd" ]; then
+  packages+=(etcd-server)
+fi
+if [ ${#packages[@]} -gt 0 ]; then
+  echo "installing Debian packages: ${packages[*]}" >&2
   SUDO=""
   [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq --no-install-recommends redis-server >/dev/null
-  # The package starts a system service on 6379; we run our own servers, so stop it.
-  $SUDO service redis-server stop >/dev/null 2>&1 || true
+  $SUDO apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
+  # The packages start system services on their default ports; we run our own servers.
+  for service in redis-server etcd; do
+    $SUDO service "$service" stop >/dev/null 2>&1 || true
+  done
 fi

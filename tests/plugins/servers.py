@@ -22,8 +22,8 @@ REPO = Path(__file__).resolve().parents[2]
 class ServerProcess:
     """One replica: a uvicorn process serving the app, with its log kept for failures."""
 
-    def __init__(self, env: dict[str, str], name: str) -> None:
-        self.port = free_port()
+    def __init__(self, env: dict[str, str], name: str, port: int | None = None) -> None:
+        self.port = port or free_port()
         self.name = name
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"extender-{name}-{self.port}.log"

@@ -1,0 +1,83 @@
+"""A TCP load balancer on loopback standing in for a Kubernetes Service in front of the replicas.
+
+Each new connection goes to the next backend in turn; a backend that refuses is skipped (as
+endpoints drop a pod that is gone), so killing a replica leaves the others serving. It runs on
+its own event loop in a thread of the test process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import threading
+from collections.abc import Sequence
+
+from app.embedded_redis import free_port
+
+
+class Balancer:
+    def __init__(self, backends: Sequence[tuple[str, int]]) -> None:
+        self.backends = list(backends)
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.connections: dict[int, int] = {}  # backend port -> connections made
+        self._turn = itertools.count()
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._server: asyncio.Server | None = None
+        self._thread = threading.Thread(target=self._run, name=f"balancer-{self.port}", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(10):
+            raise RuntimeError("balancer did not start")
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._server = self._loop.run_until_complete(asyncio.start_server(self._handle, "127.0.0.1", self.port))
+        self._ready.set()
+        self._loop.run_forever()
+
+    async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        start = next(self._turn)
+        last: Exception | None = None
+        for i in range(len(self.backends)):
+            host, port = self.backends[(start + i) % len(self.backends)]
+            try:
+                streams = await asyncio.wait_for(asyncio.open_connection(host, port), timeout=2)
+            except (OSError, TimeoutError) as exc:
+                last = exc
+                continue
+            self.connections[port] = self.connections.get(port, 0) + 1
+            return streams
+        raise ConnectionRefusedError(f"no backend accepts connections: {last}")
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            up_reader, up_writer = await self._connect()
+        except OSError:
+            writer.close()
+            return
+
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            try:
+                while data := await src.read(65536):
+                    dst.write(data)
+                    await dst.drain()
+            except (OSError, asyncio.IncompleteReadError):
+                pass
+            finally:
+                # Either side closing closes both, as a dead backend resets the client's connection.
+                with contextlib.suppress(OSError):
+                    dst.close()
+
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+    def stop(self) -> None:
+        async def _close() -> None:
+            if self._server is not None:
+                self._server.close()
+
+        with contextlib.suppress(RuntimeError):
+            asyncio.run_coroutine_threadsafe(_close(), self._loop).result(5)
+            self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(5)

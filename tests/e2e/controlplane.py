@@ -1,0 +1,420 @@
+"""A real Kubernetes control plane on loopback: etcd, kube-apiserver and kube-scheduler processes.
+
+No kubelet and no controller-manager run: nodes are API objects whose status the tests write,
+and pods are bound by kube-scheduler (through our extenders) and never started. Binaries come
+from ``KUBE_BIN_DIR`` when set, else from ``PATH``. Used by the end-to-end tests and by
+``bench/bench_e2e_gang.py``; nothing here depends on pytest.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import datetime
+import os
+import secrets
+import shutil
+import signal
+import ssl
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import trustme
+import yaml
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from app.embedded_redis import free_port
+
+BINARIES = ("etcd", "kube-apiserver", "kube-scheduler")
+REPO = Path(__file__).resolve().parents[2]
+EXTENDER_MANIFEST = REPO / "deploy" / "kubernetes" / "extender.yaml"
+EXTENDER_USER = "system:serviceaccount:kube-system:kube-gang-extender"
+
+
+class ControlPlaneError(RuntimeError):
+    """A control-plane process did not start, or stopped answering."""
+
+
+def find_binaries() -> tuple[dict[str, str], list[str]]:
+    """``({name: path}, [missing names])``: ``KUBE_BIN_DIR`` first, then ``PATH``."""
+    found: dict[str, str] = {}
+    missing: list[str] = []
+    bin_dir = os.environ.get("KUBE_BIN_DIR")
+    for name in BINARIES:
+        candidate = Path(bin_dir) / name if bin_dir else None
+        if candidate is not None and os.access(candidate, os.X_OK):
+            found[name] = str(candidate)
+        elif path := shutil.which(name):
+            found[name] = path
+        else:
+            missing.append(name)
+    return found, missing
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+class Process:
+    """A child process with its output in a log file; stopped with SIGTERM, then SIGKILL."""
+
+    def __init__(self, name: str, args: Sequence[str], log_dir: Path, env: dict[str, str] | None = None) -> None:
+        self.name = name
+        self.log_path = log_dir / f"{name}.log"
+        self._log = self.log_path.open("ab")
+        self.proc = subprocess.Popen(
+            list(args), stdout=self._log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
+        )
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def log(self, tail: int = 6000) -> str:
+        self._log.flush()
+        return self.log_path.read_text(errors="replace")[-tail:]
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+
+
+def _wait(check: Any, what: str, process: Process, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        if not process.alive():
+            raise ControlPlaneError(f"{process.name} exited with {process.proc.returncode}:\n{process.log()}")
+        try:
+            if check():
+                return
+        except (httpx.HTTPError, OSError) as exc:
+            last = exc
+        time.sleep(0.2)
+    raise ControlPlaneError(f"{what} not ready within {timeout:.0f}s (last error: {last}):\n{process.log()}")
+
+
+@dataclass
+class ControlPlane:
+    """etcd + kube-apiserver with TLS and token auth; ``kubeconfig`` is an admin (system:masters) one."""
+
+    workdir: Path
+    binaries: dict[str, str]
+    token: str = field(default_factory=lambda: secrets.token_hex(16))
+    # The extender's own identity: the ServiceAccount deploy/ grants its ClusterRole to.
+    extender_token: str = field(default_factory=lambda: secrets.token_hex(16))
+    processes: list[Process] = field(default_factory=list)
+    url: str = ""
+    ca_file: Path = field(init=False)
+    kubeconfig: Path = field(init=False)
+
+    def start(self, timeout: float = 90.0) -> ControlPlane:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self._write_certificates()
+        etcd_port, etcd_peer = free_port(), free_port()
+        etcd = Process(
+            "etcd",
+            [
+                self.binaries["etcd"],
+                "--name",
+                "e2e",
+                "--data-dir",
+                str(self.workdir / "etcd"),
+                "--listen-client-urls",
+                f"http://127.0.0.1:{etcd_port}",
+                "--advertise-client-urls",
+                f"http://127.0.0.1:{etcd_port}",
+                "--listen-peer-urls",
+                f"http://127.0.0.1:{etcd_peer}",
+                "--initial-advertise-peer-urls",
+                f"http://127.0.0.1:{etcd_peer}",
+                "--initial-cluster",
+                f"e2e=http://127.0.0.1:{etcd_peer}",
+                # A test cluster: losing the last writes on a crash does not matter, fsync latency does.
+                "--unsafe-no-fsync",
+                "--log-level",
+                "warn",
+            ],
+            self.workdir,
+        )
+        self.processes.append(etcd)
+        _wait(
+            lambda: httpx.get(f"http://127.0.0.1:{etcd_port}/health", timeout=1).status_code == 200,
+            "etcd",
+            etcd,
+            30,
+        )
+        port = free_port()
+        self.url = f"https://127.0.0.1:{port}"
+        certs = self.workdir / "pki"
+        apiserver = Process(
+            "kube-apiserver",
+            [
+                self.binaries["kube-apiserver"],
+                "--etcd-servers",
+                f"http://127.0.0.1:{etcd_port}",
+                "--bind-address",
+                "127.0.0.1",
+                "--advertise-address",
+                "127.0.0.1",
+                "--secure-port",
+                str(port),
+                "--tls-cert-file",
+                str(certs / "apiserver.crt"),
+                "--tls-private-key-file",
+                str(certs / "apiserver.key"),
+                "--client-ca-file",
+                str(certs / "ca.crt"),
+                "--token-auth-file",
+                str(certs / "tokens.csv"),
+                "--authorization-mode",
+                "Node,RBAC",
+                "--service-account-key-file",
+                str(certs / "sa.pub"),
+                "--service-account-signing-key-file",
+                str(certs / "sa.key"),
+                "--service-account-issuer",
+                "https://kubernetes.default.svc",
+                "--service-cluster-ip-range",
+                "10.96.0.0/16",
+                "--cert-dir",
+                str(certs),
+                "--profiling=false",
+                "--v=1",
+            ],
+            self.workdir,
+        )
+        self.processes.append(apiserver)
+        _wait(self._ready, "kube-apiserver", apiserver, timeout)
+        self.kubeconfig = self.workdir / "admin.kubeconfig"
+        self.kubeconfig.write_text(yaml.safe_dump(self.kubeconfig_document(self.token)))
+        self._apply_extender_rbac()
+        return self
+
+    def _apply_extender_rbac(self) -> None:
+        """The ClusterRole and its binding exactly as deploy/ ships them: the replicas run with them."""
+        with self.client() as http:
+            for doc in yaml.safe_load_all(EXTENDER_MANIFEST.read_text()):
+                if not doc or doc.get("kind") not in ("ClusterRole", "ClusterRoleBinding"):
+                    continue
+                plural = "clusterroles" if doc["kind"] == "ClusterRole" else "clusterrolebindings"
+                resp = http.post(f"/apis/rbac.authorization.k8s.io/v1/{plural}", json=doc)
+                if resp.status_code not in (201, 409):
+                    raise ControlPlaneError(f"applying {doc['kind']}: {resp.status_code} {resp.text}")
+
+    def _write_certificates(self) -> None:
+        certs = self.workdir / "pki"
+        certs.mkdir(parents=True, exist_ok=True)
+        ca = trustme.CA(organization_name="e2e")
+        leaf = ca.issue_cert("127.0.0.1", "localhost", "kubernetes.default.svc")
+        self.ca_file = certs / "ca.crt"
+        self.ca_file.write_bytes(ca.cert_pem.bytes())
+        (certs / "apiserver.crt").write_bytes(b"".join(blob.bytes() for blob in leaf.cert_chain_pems))
+        (certs / "apiserver.key").write_bytes(leaf.private_key_pem.bytes())
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        (certs / "sa.key").write_bytes(
+            key.private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+            )
+        )
+        (certs / "sa.pub").write_bytes(
+            key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        )
+        (certs / "tokens.csv").write_text(
+            f'{self.token},e2e-admin,e2e-admin,"system:masters"\n'
+            f'{self.extender_token},{EXTENDER_USER},extender,"system:serviceaccounts,system:serviceaccounts:kube-system"\n'
+        )
+        self._ca = ca
+
+    def kubeconfig_document(self, token: str) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {"name": "e2e", "cluster": {"server": self.url, "certificate-authority-data": _b64(self.ca_pem)}}
+            ],
+            "users": [{"name": "e2e", "user": {"token": token}}],
+            "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": "e2e"}}],
+            "current-context": "e2e",
+        }
+
+    @property
+    def ca_pem(self) -> bytes:
+        return self.ca_file.read_bytes()
+
+    def issue_server_cert(self, directory: Path, *names: str) -> tuple[Path, Path]:
+        """A serving certificate signed by the cluster CA (for extenders served over TLS)."""
+        leaf = self._ca.issue_cert(*(names or ("127.0.0.1",)))
+        stem = directory / f"serving-{secrets.token_hex(3)}"
+        cert, key = stem.with_suffix(".crt"), stem.with_suffix(".key")
+        cert.write_bytes(b"".join(blob.bytes() for blob in leaf.cert_chain_pems))
+        key.write_bytes(leaf.private_key_pem.bytes())
+        return cert, key
+
+    def _ready(self) -> bool:
+        resp = httpx.get(
+            f"{self.url}/readyz",
+            headers={"Authorization": f"Bearer {self.token}"},
+            verify=ssl.create_default_context(cafile=str(self.ca_file)),
+            timeout=2,
+        )
+        return resp.status_code == 200 and resp.text.strip() == "ok"
+
+    def client(self, timeout: float = 15.0) -> httpx.Client:
+        return httpx.Client(
+            base_url=self.url,
+            headers={"Authorization": f"Bearer {self.token}"},
+            verify=ssl.create_default_context(cafile=str(self.ca_file)),
+            timeout=timeout,
+        )
+
+    def alive(self) -> bool:
+        return all(p.alive() for p in self.processes)
+
+    def stop(self) -> None:
+        for process in reversed(self.processes):
+            process.stop()
+        self.processes.clear()
+
+
+def scheduler_config(
+    kubeconfig: Path,
+    scheduler_name: str,
+    extenders: Sequence[dict[str, Any]],
+    *,
+    percentage_of_nodes_to_score: int | None = None,
+) -> dict[str, Any]:
+    """A KubeSchedulerConfiguration with one profile named ``scheduler_name`` and ``extenders``."""
+    config: dict[str, Any] = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "clientConnection": {"kubeconfig": str(kubeconfig), "qps": 500, "burst": 1000},
+        "leaderElection": {"leaderElect": False},
+        "profiles": [{"schedulerName": scheduler_name}],
+        "extenders": list(extenders),
+    }
+    if percentage_of_nodes_to_score is not None:
+        config["percentageOfNodesToScore"] = percentage_of_nodes_to_score
+    return config
+
+
+def extender_entries(
+    url: str,
+    *,
+    filter_timeout: str = "5s",
+    bind_timeout: str = "45s",
+    managed_resources: Sequence[str] = (),
+    tls: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """The entries the README recommends: filter/prioritize/preempt with a short timeout, bind with
+    one longer than the gang window, and -- for ``managed_resources`` -- a third entry with no verbs
+    that only declares them ignoredByScheduler (an entry with managedResources is called only for
+    pods that request one of them, and gang members that do not must still reach the first two)."""
+    fast: dict[str, Any] = {
+        "urlPrefix": url,
+        "filterVerb": "filter",
+        "prioritizeVerb": "prioritize",
+        "preemptVerb": "preempt",
+        "weight": 1,
+        "nodeCacheCapable": True,
+        "httpTimeout": filter_timeout,
+        "ignorable": False,
+    }
+    bind: dict[str, Any] = {"urlPrefix": url, "bindVerb": "bind", "nodeCacheCapable": True, "httpTimeout": bind_timeout}
+    entries = [fast, bind]
+    if managed_resources:
+        entries.append(
+            {"urlPrefix": url, "managedResources": [{"name": r, "ignoredByScheduler": True} for r in managed_resources]}
+        )
+    if tls is not None:
+        for entry in entries:
+            entry["enableHTTPS"] = True
+            entry["tlsConfig"] = tls
+    return entries
+
+
+class KubeScheduler:
+    """One kube-scheduler process with its own profile name; pods opt in with ``schedulerName``."""
+
+    def __init__(
+        self,
+        plane: ControlPlane,
+        scheduler_name: str,
+        extenders: Sequence[dict[str, Any]],
+        workdir: Path,
+        *,
+        verbosity: int = 2,
+        percentage_of_nodes_to_score: int | None = None,
+    ) -> None:
+        self.plane = plane
+        self.name = scheduler_name
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.config_path = workdir / f"{scheduler_name}.yaml"
+        self.config_path.write_text(
+            yaml.safe_dump(
+                scheduler_config(
+                    plane.kubeconfig,
+                    scheduler_name,
+                    extenders,
+                    percentage_of_nodes_to_score=percentage_of_nodes_to_score,
+                )
+            )
+        )
+        self.port = free_port()
+        cert_dir = workdir / f"{scheduler_name}-certs"
+        cert_dir.mkdir(exist_ok=True)
+        self.process = Process(
+            f"kube-scheduler-{scheduler_name}",
+            [
+                plane.binaries["kube-scheduler"],
+                "--config",
+                str(self.config_path),
+                "--bind-address",
+                "127.0.0.1",
+                "--secure-port",
+                str(self.port),
+                "--cert-dir",
+                str(cert_dir),
+                f"--v={verbosity}",
+            ],
+            workdir,
+        )
+        _wait(self._healthy, f"kube-scheduler {scheduler_name}", self.process, 60)
+
+    def _healthy(self) -> bool:
+        resp = httpx.get(f"https://127.0.0.1:{self.port}/healthz", verify=False, timeout=2)
+        return resp.status_code == 200
+
+    def log(self, tail: int = 12000) -> str:
+        return self.process.log(tail)
+
+    def stop(self) -> None:
+        self.process.stop()
+
+
+def utc_now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@contextlib.contextmanager
+def running_control_plane(workdir: Path) -> Any:
+    """A started control plane for a ``with`` block (benchmarks); raises when binaries are missing."""
+    binaries, missing = find_binaries()
+    if missing:
+        raise ControlPlaneError(f"missing control-plane binaries: {', '.join(missing)} (set KUBE_BIN_DIR)")
+    plane = ControlPlane(workdir, binaries)
+    try:
+        yield plane.start()
+    finally:
+        plane.stop()

@@ -1,0 +1,113 @@
+"""Our replicas behind a balancer, registered as extenders of their own kube-scheduler.
+
+Each stack has its own scheduler name (pods opt in with ``schedulerName``, as with a second
+scheduler profile in production) and its own Redis key prefix, so several stacks can share one
+control plane without scheduling each other's pods.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import httpx
+import yaml
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.e2e.balancer import Balancer
+from tests.e2e.controlplane import ControlPlane, KubeScheduler, extender_entries
+from tests.plugins.servers import ServerProcess
+
+
+class Stack:
+    def __init__(
+        self,
+        plane: ControlPlane,
+        redis_url: str,
+        workdir: Path,
+        *,
+        replicas: int = 2,
+        env: Mapping[str, str] | None = None,
+        managed_resources: Sequence[str] = (),
+        filter_timeout: str = "5s",
+        bind_timeout: str = "45s",
+        scheduler_verbosity: int = 2,
+        percentage_of_nodes_to_score: int | None = None,
+    ) -> None:
+        self.plane = plane
+        self.name = f"gang-{secrets.token_hex(3)}"
+        self.workdir = workdir / self.name
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        kubeconfig = self.workdir / "extender.kubeconfig"
+        kubeconfig.write_text(yaml.safe_dump(plane.kubeconfig_document(plane.extender_token)))
+        self.env = {
+            "EXTENDER_REDIS_URL": redis_url,
+            "EXTENDER_REDIS_PREFIX": self.name,
+            "EXTENDER_KUBE_MODE": "on",
+            "KUBECONFIG": str(kubeconfig),
+            "EXTENDER_LEASE_SECONDS": "5",
+            **(env or {}),
+        }
+        self.replicas: list[ServerProcess] = []
+        self.balancer: Balancer | None = None
+        self.scheduler: KubeScheduler | None = None
+        try:
+            for i in range(replicas):
+                self.replicas.append(ServerProcess(self.env, f"{self.name}-r{i + 1}"))
+            for replica in self.replicas:
+                replica.wait_ready(60)
+            self.balancer = Balancer([("127.0.0.1", r.port) for r in self.replicas])
+            entries = extender_entries(
+                self.balancer.url,
+                filter_timeout=filter_timeout,
+                bind_timeout=bind_timeout,
+                managed_resources=managed_resources,
+            )
+            self.scheduler = KubeScheduler(
+                plane,
+                self.name,
+                entries,
+                self.workdir,
+                verbosity=scheduler_verbosity,
+                percentage_of_nodes_to_score=percentage_of_nodes_to_score,
+            )
+        except BaseException:
+            self.stop()
+            raise
+
+    def restart_replica(self, index: int) -> ServerProcess:
+        """Start a fresh process in place of replica ``index`` on the same port (the balancer's backend)."""
+        old = self.replicas[index]
+        old.stop()
+        fresh = ServerProcess(self.env, old.name, port=old.port)
+        fresh.wait_ready(60)
+        self.replicas[index] = fresh
+        return fresh
+
+    def logs(self) -> str:
+        parts = [f"--- {r.name}\n{r.log()}" for r in self.replicas]
+        if self.scheduler is not None:
+            parts.append(f"--- kube-scheduler\n{self.scheduler.log()}")
+        return "\n".join(parts)
+
+    def requests(self, verb: str) -> int:
+        """How many ``verb`` calls the live replicas answered (from their /metrics)."""
+        total = 0.0
+        for replica in self.replicas:
+            if replica.proc.poll() is not None:
+                continue
+            text = httpx.get(f"{replica.url}/metrics", timeout=5).text
+            for family in text_string_to_metric_families(text):
+                for sample in family.samples:
+                    if sample.name == "extender_requests_total" and sample.labels.get("verb") == verb:
+                        total += sample.value
+        return int(total)
+
+    def stop(self) -> None:
+        if self.scheduler is not None:
+            self.scheduler.stop()
+        if self.balancer is not None:
+            self.balancer.stop()
+        for replica in self.replicas:
+            replica.stop()
