@@ -47,6 +47,7 @@ def gang_config(settings: Settings) -> GangConfig:
     return GangConfig(
         window_seconds=settings.gang_window_seconds,
         cooldown_seconds=settings.gang_cooldown_seconds,
+        cooldown_max_seconds=settings.gang_cooldown_max_seconds,
         max_assembling=settings.gang_max_assembling,
         arrival_lease_seconds=settings.gang_arrival_lease_seconds,
         idle_seconds=settings.gang_idle_seconds,

@@ -18,6 +18,7 @@ from app.kube_types import Node, Pod
 from app.wire import ExplainArgs, ExtenderArgs, ExtenderBindingArgs, ExtenderPreemptionArgs
 from extenders import engine
 from extenders.gang import GangService
+from extenders.kube.requeue import REFUSAL_WINDOW_SECONDS
 from extenders.model import NodeFacts, PodInfo
 from extenders.policy import Policy
 from extenders.preemption import process_preemption, to_wire
@@ -107,8 +108,12 @@ class Scheduler:
         items = args.Nodes.items if args.NodeNames is None and args.Nodes is not None else None
         try:
             snap = await self.snapshot(items)
+            if await self.gangs.release_orphan(pod, snap):
+                snap = await self.snapshot()
         except SnapshotUnavailable as exc:
             return self._filter_answer(args, [], {}, {}, str(exc))
+        except (RedisError, OSError) as exc:
+            return self._filter_answer(args, [], {}, {}, f"gang state unavailable (Redis: {exc})")
         try:
             result = engine.filter_nodes(self.policy, pod, snap, names)
         except Exception as exc:  # a bug must fail this pod's cycle, not the HTTP request
@@ -122,6 +127,12 @@ class Scheduler:
             if verdict is not None and not verdict.fit:
                 result.unresolvable.update(verdict.failed_nodes(result.passing))
                 result.passing = []
+        elif names:
+            try:
+                await self.gangs.park(pod, snap)
+                await self.runtime.store.record_refusal(pod.uid, pod.key, REFUSAL_WINDOW_SECONDS)
+            except (RedisError, OSError) as exc:  # the answer stands; only a later requeue is lost
+                log.warning("could not record the refusal of %s: %s", pod.key, exc)
         return self._filter_answer(args, result.passing, result.failed, result.unresolvable, "")
 
     @staticmethod

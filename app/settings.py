@@ -44,6 +44,9 @@ class Settings(BaseSettings):
     )
     gang_window_seconds: float = Field(default=30.0, gt=0, description="gang window from its first arrival at bind")
     gang_cooldown_seconds: float = Field(default=10.0, ge=0, description="a rejected gang waits this long")
+    gang_cooldown_max_seconds: float = Field(
+        default=300.0, ge=0, description="each rejection in a row doubles the cool-down, up to this"
+    )
     gang_max_assembling: int = Field(default=1, ge=1, description="gangs admitted to assemble at once (no deadlock)")
     gang_arrival_lease_seconds: float = Field(default=5.0, gt=0, description="held bind calls refresh this lease")
     gang_idle_seconds: float = Field(default=600.0, gt=0, description="gang bookkeeping untouched this long is deleted")

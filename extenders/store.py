@@ -60,6 +60,7 @@ _SCRIPTS = (
     "refresh_node",
     "catchup",
     "compact",
+    "refuse",
 )
 _LEASE_SCRIPTS = ("lease_acquire", "lease_renew", "lease_release")
 
@@ -241,6 +242,16 @@ class Store:
 
         Raises FencedError (and writes nothing) when another term has started since.
         """
+        return (await self.apply_and_take_refused(epoch, ops))[0]
+
+    async def apply_and_take_refused(
+        self, epoch: int, ops: Iterable[Op], window: float | None = None, interval: float = 10.0
+    ) -> tuple[int, list[tuple[str, str]]]:
+        """``apply``; with ``window`` (seconds), also the pods filter refused within it, when this
+        batch freed capacity or changed a node's facts (each pod at most once per ``interval``):
+        ``(generation, [(uid, namespace/name)])``."""
+        if window is not None:
+            ops = [*ops, Op("R", str(int(window * 1000)), str(int(interval * 1000)))]
         fence = self._fence
         # The epoch alone is not enough after Redis lost its data: the counter restarts and a new
         # leader may get this very epoch again. The store id of the term tells the two apart.
@@ -248,11 +259,19 @@ class Store:
         for op in ops:
             args.extend((op.code, op.id, op.arg, op.payload))
         try:
-            return int(await self._run("apply", *args))
+            reply = await self._run("apply", *args)
         except ResponseError as exc:
             if str(exc).startswith("FENCED"):
                 raise FencedError(str(exc)) from exc
             raise
+        if not isinstance(reply, list):
+            return int(reply), []
+        return int(reply[0]), [(_text(reply[i]), _text(reply[i + 1])) for i in range(1, len(reply), 2)]
+
+    async def record_refusal(self, uid: str, ref: str, window: float) -> None:
+        """Filter refused ``ref`` on every node: remember it for ``window`` seconds (see
+        ``apply_and_take_refused``)."""
+        await self._run("refuse", uid, ref, int(window * 1000))
 
     async def add_pod(self, epoch: int, pod: PodInfo) -> int:
         """The watch saw a pod: add it, or confirm it if assumed (also covers updates and moves)."""

@@ -24,6 +24,7 @@ import orjson
 from redis.exceptions import RedisError
 
 from extenders.kube.client import PODGROUPS_PATH, GoneError, KubeApiError, KubeClient
+from extenders.kube.requeue import REFUSAL_WINDOW_SECONDS, REQUEUE_INTERVAL_SECONDS, Requeuer
 from extenders.leader import raise_if_cancelling
 from extenders.model import DEFAULT_NAMESPACE, NodeFacts, PDBInfo, PodGroupInfo, PodInfo
 from extenders.quantity import QuantityError
@@ -163,6 +164,8 @@ class Watcher:
         self.stats = WatcherStats()
         self._listed: set[str] = set()
         self._required: set[str] = set()
+        self.requeuer = Requeuer(kube)
+        self._requeues: set[asyncio.Task[int]] = set()
 
     async def run(self) -> None:
         """Feed the store until cancelled; raises FencedError when this term is over."""
@@ -318,7 +321,7 @@ class Watcher:
             )
         for start in range(0, len(ops), self.batch_size):
             raise_if_cancelling()
-            await self.store.apply(self.epoch, ops[start : start + self.batch_size])
+            await self._write(ops[start : start + self.batch_size])
         stats.resource_version = listing.resource_version
         log.info(
             "%s: listed %d, %d stored vanished, in %.2fs (rv %s)",
@@ -329,6 +332,20 @@ class Watcher:
             listing.resource_version,
         )
         return listing.resource_version
+
+    async def _write(self, ops: list[Op]) -> None:
+        """Apply a batch; pods filter refused just before it landed are requeued in kube-scheduler
+        when the batch freed capacity or changed a node (see extenders.kube.requeue)."""
+        _, refused = await self.store.apply_and_take_refused(
+            self.epoch, ops, REFUSAL_WINDOW_SECONDS, REQUEUE_INTERVAL_SECONDS
+        )
+        if refused:
+            task = asyncio.create_task(
+                self.requeuer.requeue(refused, "refused just before the snapshot caught up with a change"),
+                name="requeue-refused",
+            )
+            self._requeues.add(task)
+            task.add_done_callback(self._requeues.discard)
 
     @staticmethod
     def _identity_meta(resource: Resource, key: str, rv: str) -> dict[str, str]:
@@ -401,7 +418,7 @@ class Watcher:
                 ops.append(op)
             rv = str(_meta(obj).get("resourceVersion") or rv)
         if ops:
-            await self.store.apply(self.epoch, ops)
+            await self._write(ops)
         stats.events += len(events)
         stats.batches += 1
         stats.resource_version = rv

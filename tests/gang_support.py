@@ -83,6 +83,7 @@ class RecordingKube:
         self.pods = pods or {}
         self.bound: dict[str, str] = {}  # namespace/name -> node
         self.calls = 0
+        self.requeued: list[str] = []  # namespace/name of every pod the nudger touched, in order
 
     def add(self, pod: dict[str, Any]) -> None:
         meta = pod["metadata"]
@@ -90,6 +91,14 @@ class RecordingKube:
 
     async def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
         return self.pods.get((namespace, name))
+
+    async def annotate_pod(self, namespace: str, name: str, uid: str, annotations: dict[str, str]) -> bool:
+        pod = self.pods.get((namespace, name))
+        if pod is None or pod["metadata"]["uid"] != uid:
+            return False
+        pod["metadata"].setdefault("annotations", {}).update(annotations)
+        self.requeued.append(f"{namespace}/{name}")
+        return True
 
     async def bind_pod(self, namespace: str, name: str, uid: str, node: str) -> Any:
         from extenders.kube.client import BindResult, BindStatus

@@ -45,6 +45,7 @@ class GangConfig:
 
     window_seconds: float = 30.0  # from a gang's first arrival at bind to giving up on it
     cooldown_seconds: float = 10.0  # after a rejection, members fail filter this long
+    cooldown_max_seconds: float = 300.0  # each rejection in a row doubles the cool-down, up to this
     max_assembling: int = 1  # gangs admitted to assemble at once (the no-deadlock bound)
     arrival_lease_seconds: float = 5.0  # a held call refreshes its arrival; a dead replica's lapses
     idle_seconds: float = 600.0  # gang bookkeeping untouched this long is deleted

@@ -143,7 +143,7 @@ class BindCoordinator:
         if waited.outcome is Outcome.PERMITTED:
             return await self._bind_permitted(target, pod, ref, token)
         if waited.outcome is Outcome.REJECTED:
-            return f"{waited.why}; cooling down for {self.config.cooldown_seconds:g}s"
+            return f"{waited.why}; cooling down for {max(waited.cool_ms, 0) / 1000:.1f}s"
         # Bounded like the wait: a hung Redis must not hold the answer (the reservation then
         # lapses with its hold TTL).
         with contextlib.suppress(RedisError, OSError, TimeoutError):

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import orjson
+
 from extenders.gang.membership import GangMembers
 from extenders.model import PodInfo
 from extenders.resources import PODS
@@ -48,34 +50,94 @@ def needed_requests(candidates: list[PodInfo], need: int) -> dict[str, int]:
     return out
 
 
+def _free_on(snapshot: Snapshot, name: str, resources: Iterable[str]) -> dict[str, int] | None:
+    info = snapshot.node(name)
+    if info is None or info.node is None:
+        return None
+    allocatable = info.allocatable
+    out: dict[str, int] = {}
+    for resource in resources:
+        if resource == PODS:
+            left = allocatable.get(PODS, 0) - len(info.pods)
+        else:
+            left = allocatable.get(resource, 0) - info.requested.get(resource, 0)
+        out[resource] = max(left, 0)
+    return out
+
+
 def free_capacity(snapshot: Snapshot, nodes: Iterable[str], resources: Iterable[str]) -> dict[str, int]:
-    free = dict.fromkeys(resources, 0)
+    wanted = list(resources)
+    free = dict.fromkeys(wanted, 0)
     for name in nodes:
-        info = snapshot.node(name)
-        if info is None or info.node is None:
-            continue
-        allocatable = info.allocatable
-        for resource in free:
-            if resource == PODS:
-                left = allocatable.get(PODS, 0) - len(info.pods)
-            else:
-                left = allocatable.get(resource, 0) - info.requested.get(resource, 0)
-            if left > 0:
-                free[resource] += left
+        left = _free_on(snapshot, name, wanted)
+        for resource, amount in (left or {}).items():
+            free[resource] += amount
     return free
 
 
-def capacity_shortfall(gang: str, members: GangMembers, minimum: int, snapshot: Snapshot, passing: list[str]) -> str:
-    """Why the members still needed for the quorum cannot fit ("" when they might)."""
-    need = minimum - members.placed
+def smallest_member(candidates: list[PodInfo]) -> dict[str, int]:
+    """Per resource, the least any candidate requests: every member needs at least this much."""
+    names = {r for p in candidates for r in p.requests if r != PODS}
+    smallest = {r: min(p.requests.get(r, 0) for p in candidates) for r in names}
+    out = {r: v for r, v in smallest.items() if v > 0}
+    out[PODS] = 1
+    return out
+
+
+def member_slots(snapshot: Snapshot, nodes: Iterable[str], smallest: dict[str, int]) -> int:
+    """How many members could sit on ``nodes`` at most: per node, how many of ``smallest`` fit."""
+    total = 0
+    for name in nodes:
+        left = _free_on(snapshot, name, smallest)
+        if left is not None:
+            total += min(left[r] // amount for r, amount in smallest.items())
+    return total
+
+
+def placement_key(pod: PodInfo) -> bytes:
+    """What decides which nodes a member may go to, requests aside: members with equal keys pass
+    the same nodes (a driver with its own node selector does not pass its workers' nodes)."""
+    return orjson.dumps(
+        [pod.node_selector, pod.affinity, pod.tolerations, pod.topology_spread, pod.host_ports],
+        option=orjson.OPT_SORT_KEYS,
+    )
+
+
+def capacity_shortfall(
+    gang: str,
+    members: GangMembers,
+    minimum: int,
+    snapshot: Snapshot,
+    passing: list[str],
+    like: PodInfo | None = None,
+) -> str:
+    """Why the members still needed for the quorum cannot fit ("" when they might).
+
+    ``passing`` are the nodes that pass ``like``'s predicates, so only the unplaced members placed
+    like it are counted against them: as many of those as the quorum needs even if every other
+    unplaced member is placed. Two necessary conditions follow, so a gang that fits is never turned
+    away: the sum of what those members request, and how many of them the nodes can hold one by one
+    (members do not split across nodes: five members of 3 CPUs do not fit on four nodes of 4 CPUs).
+    """
+    alike = members.pending
+    if like is not None:
+        key = placement_key(like)
+        alike = [p for p in members.pending if placement_key(p) == key]
+    need = minimum - members.placed - (len(members.pending) - len(alike))
     if need <= 0:
         return ""
-    wanted = needed_requests(members.pending, need)
+    wanted = needed_requests(alike, need)
     free = free_capacity(snapshot, passing, wanted)
     short = [f"{r} {wanted[r]} (free {free[r]})" for r in sorted(wanted) if wanted[r] > free[r]]
-    if not short:
-        return ""
-    return (
-        f"gang {gang} cannot fit: the {need} more member(s) it needs request at least "
-        f"{', '.join(short)} on the {len(passing)} node(s) that pass its predicates"
-    )
+    if short:
+        return (
+            f"gang {gang} cannot fit: the {need} more member(s) it needs request at least "
+            f"{', '.join(short)} on the {len(passing)} node(s) that pass its predicates"
+        )
+    slots = member_slots(snapshot, passing, smallest_member(alike))
+    if slots < need:
+        return (
+            f"gang {gang} cannot fit: it needs {need} more member(s), but the {len(passing)} node(s) "
+            f"that pass its predicates have room for {slots}"
+        )
+    return ""

@@ -23,9 +23,11 @@ from extenders.gang.config import GangConfig
 from extenders.gang.coordinator import BindCoordinator, order_score
 from extenders.gang.filter import GangVerdict, capacity_shortfall
 from extenders.gang.membership import GangIndexCache, GangMembers, gang_of_for, gang_ref
-from extenders.gang.state import FilterStatus, GangStore
+from extenders.gang.nudger import Nudger
+from extenders.gang.state import FilterState, FilterStatus, GangStore
 from extenders.gang.status import gang_document
 from extenders.gang.waiters import GangEvents, Waiters
+from extenders.kube.requeue import Requeuer
 from extenders.leader import cancel_and_wait
 from extenders.model import PodInfo
 from extenders.policy import Policy
@@ -60,7 +62,17 @@ class GangService:
             api_concurrency=self.config.api_bind_concurrency,
         )
         self.waiters = Waiters(self.store, self.config)
-        self.events = GangEvents(redis, self.store.channel, self.waiters)
+        kube = runtime.kube
+        self.nudger = (
+            Nudger(self.store, Requeuer(kube), self.config.sweep_interval_seconds) if kube is not None else None
+        )
+        self.events = GangEvents(
+            redis,
+            self.store.channel,
+            self.waiters,
+            self.store.nudge_channel,
+            self.nudger.wake if self.nudger is not None else None,
+        )
         self.index = GangIndexCache(self.config)
         self.coordinator = BindCoordinator(
             self.binder, self.store, self.waiters, self.config, self.replica_id, self.index
@@ -72,6 +84,8 @@ class GangService:
     async def start(self) -> None:
         self._tasks.append(asyncio.create_task(self.events.run(), name="gang-pubsub"))
         self._tasks.append(asyncio.create_task(self._sweep_loop(), name="gang-sweep"))
+        if self.nudger is not None:
+            self._tasks.append(asyncio.create_task(self.nudger.run(), name="gang-nudger"))
 
     async def stop(self) -> None:
         # cancel_and_wait re-cancels: redis-py can swallow a cancellation (Python 3.11's wait_for).
@@ -118,7 +132,12 @@ class GangService:
     # --- filter --------------------------------------------------------------------------------
 
     async def filter(self, pod: PodInfo, snapshot: Snapshot, passing: list[str]) -> GangVerdict | None:
-        """None for pods outside any gang; else whether the member may pass (with the reason if not)."""
+        """None for pods outside any gang; else whether the member may pass (with the reason if not).
+
+        The capacity check runs only while the gang is not admitted: once it assembles, kube-scheduler
+        has assumed members whose bind calls may not have reached us yet, so what the gang still needs
+        cannot be told from here, and kube-scheduler's own filters see those members anyway.
+        """
         ref = gang_ref(pod, snapshot.podgroups, self.config)
         if ref is None or not ref.is_gang:
             return None
@@ -128,33 +147,66 @@ class GangService:
         if all(p.uid != pod.uid for p in members.all()):
             # The watch has not written this pod yet: it is a member all the same.
             members = GangMembers(ref.key, [*members.pending, pod], members.held, members.bound)
-        minimum = ref.min_member
-        reason = ""
-        if members.count < minimum:
-            reason = (
-                f"gang {ref.key}: only {members.count} of the {minimum} required members exist "
-                f"({len(members.pending)} pending, {len(members.held)} held at bind, {len(members.bound)} bound)"
-            )
-        else:
-            reason = capacity_shortfall(ref.key, members, minimum, snapshot, passing)
+        minimum, me = ref.min_member, (pod.uid, pod.key)
         try:
-            state = await self.store.filter(ref.key, not reason, order_score(ref, members), minimum)
+            if members.count < minimum:
+                state = await self.store.filter(ref.key, False, 0, minimum, me)
+                if state.status is FilterStatus.COOLING:
+                    return self._cooling(ref.key, state)
+                return GangVerdict(
+                    ref.key,
+                    False,
+                    f"gang {ref.key}: only {members.count} of the {minimum} required members exist "
+                    f"({len(members.pending)} pending, {len(members.held)} held at bind, {len(members.bound)} bound)",
+                )
+            state = await self.store.check(ref.key, me)
+            reason = ""
+            if state.status is FilterStatus.CHECK:
+                reason = capacity_shortfall(ref.key, members, minimum, snapshot, passing, pod)
+                state = await self.store.filter(ref.key, not reason, order_score(ref, members), minimum, me)
         except (RedisError, OSError) as exc:
             return GangVerdict(ref.key, False, f"gang {ref.key}: gang state unavailable (Redis: {exc})")
         if state.status is FilterStatus.COOLING:
-            left = max(state.ms_left, 0) / 1000
-            return GangVerdict(ref.key, False, f"{state.why}; cooling down for {left:.1f}s more")
+            return self._cooling(ref.key, state)
+        if state.status in (FilterStatus.ADMITTED, FilterStatus.PERMITTED):
+            return GangVerdict(ref.key, True)
         if reason:
             return GangVerdict(ref.key, False, reason)
-        if state.status is FilterStatus.QUEUED:
-            assembling = ", ".join(state.assembling) or "none"
-            return GangVerdict(
-                ref.key,
-                False,
-                f"gang {ref.key} is waiting to be admitted: position {state.position} in the queue, "
-                f"assembling now: {assembling} (at most {self.config.max_assembling} at once)",
-            )
-        return GangVerdict(ref.key, True)
+        assembling = ", ".join(state.assembling) or "none"
+        return GangVerdict(
+            ref.key,
+            False,
+            f"gang {ref.key} is waiting to be admitted: position {state.position} in the queue, "
+            f"assembling now: {assembling} (at most {self.config.max_assembling} at once)",
+        )
+
+    @staticmethod
+    def _cooling(gang: str, state: FilterState) -> GangVerdict:
+        return GangVerdict(gang, False, f"{state.why}; cooling down for {max(state.ms_left, 0) / 1000:.1f}s more")
+
+    async def release_orphan(self, pod: PodInfo, snapshot: Snapshot) -> bool:
+        """True when ``pod`` was held at bind in ``snapshot`` and that reservation was dropped.
+
+        kube-scheduler filters a pod only when it no longer assumes it anywhere, so a reservation
+        of the pod's own is left from a bind call that was abandoned; filtering against it would
+        count the pod twice (its resources, its spread and affinity terms).
+        """
+        ref = gang_ref(pod, snapshot.podgroups, self.config)
+        if ref is None or not ref.is_gang:
+            return False
+        if all(p.uid != pod.uid for p in self.index.get(snapshot).members(ref.key).held):
+            return False
+        released = await self.store.release_orphan(ref.key, pod.uid)
+        if released:
+            log.info("gang %s: %s is being scheduled again: dropped its orphaned reservation", ref.key, pod.key)
+        return released
+
+    async def park(self, pod: PodInfo, snapshot: Snapshot) -> None:
+        """Remember a gang member that failed the node predicates everywhere, so it is requeued
+        when its gang's reservations change (see extenders.kube.requeue)."""
+        ref = gang_ref(pod, snapshot.podgroups, self.config)
+        if ref is not None and ref.is_gang:
+            await self.store.park(ref.key, (pod.uid, pod.key))
 
     def gang_of(self, snapshot: Snapshot) -> Callable[[PodInfo], tuple[str, int] | None]:
         """The ``gang_of`` callable for ``extenders.preemption`` (same label keys as here)."""

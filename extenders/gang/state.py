@@ -18,9 +18,19 @@ import redis.asyncio as aredis
 from redis.commands.core import AsyncScript
 
 from extenders.gang.config import GangConfig
+from extenders.kube.requeue import PodRef
 from extenders.model import PodInfo
 
-_SCRIPTS = ("gang_filter", "gang_arrive", "gang_poll", "gang_done", "gang_sweep", "gang_read")
+_SCRIPTS = (
+    "gang_filter",
+    "gang_arrive",
+    "gang_poll",
+    "gang_done",
+    "gang_sweep",
+    "gang_read",
+    "gang_nudge",
+    "gang_orphan",
+)
 
 
 def _lua(name: str) -> str:
@@ -35,12 +45,19 @@ def _ms(seconds: float) -> int:
     return int(seconds * 1000)
 
 
+# A gang member as filter parks it: (uid, namespace/name), what extenders.kube.requeue takes.
+Member = PodRef
+NO_MEMBER: Member = ("", "")
+
+
 class FilterStatus(enum.Enum):
     COOLING = "cooling"
     PERMITTED = "permitted"
     UNREADY = "unready"
     ADMITTED = "admitted"
     QUEUED = "queued"
+    CHECK = "check"  # not admitted: the caller's capacity check decides (see GangStore.check)
+    PARKED = "parked"
 
 
 @dataclass(slots=True, frozen=True)
@@ -117,13 +134,39 @@ class GangStore:
         """The pub/sub channel carrying the key of every gang whose state changed."""
         return f"{self.prefix}:gangev"
 
-    async def _run(self, name: str, *args: Any) -> Any:
-        return await self._scripts[name](args=[self.prefix, _ms(self.config.cooldown_seconds), *args])
+    @property
+    def nudge_channel(self) -> str:
+        """The pub/sub channel saying that a nudge of parked members is due now."""
+        return f"{self.prefix}:gangnudgeev"
 
-    async def filter(self, gang: str, ready: bool, score: int, minimum: int) -> FilterState:
+    async def _run(self, name: str, *args: Any) -> Any:
         c = self.config
+        cooldown = f"{_ms(c.cooldown_seconds)}:{_ms(c.cooldown_max_seconds)}"
+        return await self._scripts[name](args=[self.prefix, cooldown, *args])
+
+    async def check(self, gang: str, member: Member = NO_MEMBER) -> FilterState:
+        """The gang's state for a member's filter: COOLING, PERMITTED or ADMITTED decide; CHECK
+        means the gang is not admitted and ``filter`` must follow with the caller's verdict."""
+        return await self._filter("state", gang, member, 0, 0)
+
+    async def filter(self, gang: str, ready: bool, score: int, minimum: int, member: Member = NO_MEMBER) -> FilterState:
+        """Admit the gang (``ready``: the member count and capacity suffice) or turn the member away;
+        a member turned away is parked, to be nudged when its gang may go on."""
+        return await self._filter("ready" if ready else "unready", gang, member, score, minimum)
+
+    async def release_orphan(self, gang: str, uid: str) -> bool:
+        """Drop a member's held arrival and reservation that no live bind call stands behind."""
+        return bool(int(await self._run("gang_orphan", gang, uid)))
+
+    async def park(self, gang: str, member: Member) -> None:
+        """Park a member that failed filter on every node for a reason of its own."""
+        await self._filter("park", gang, member, 0, 0)
+
+    async def _filter(self, phase: str, gang: str, member: Member, score: int, minimum: int) -> FilterState:
+        c = self.config
+        uid, ref = member
         reply = await self._run(
-            "gang_filter", gang, "1" if ready else "0", score, c.max_assembling, _ms(c.queue_idle_seconds), minimum
+            "gang_filter", gang, phase, uid, ref, score, c.max_assembling, _ms(c.queue_idle_seconds), minimum
         )
         status = FilterStatus(_text(reply[0]))
         if status is FilterStatus.COOLING:
@@ -220,7 +263,16 @@ class GangStore:
 
     async def sweep(self, limit: int = 1000) -> list[str]:
         """Upkeep of every gang; returns the idle gangs deleted."""
-        return [_text(g) for g in await self._run("gang_sweep", _ms(self.config.idle_seconds), limit)]
+        c = self.config
+        return [_text(g) for g in await self._run("gang_sweep", _ms(c.idle_seconds), limit, c.max_assembling)]
+
+    async def take_nudges(self, limit: int = 100) -> list[tuple[str, list[Member]]]:
+        """The due nudges, each handed to one caller only: ``[(gang, [(uid, namespace/name)])]``."""
+        out: list[tuple[str, list[Member]]] = []
+        for gang, flat in await self._run("gang_nudge", limit):
+            parked = _flat(flat)
+            out.append((_text(gang), sorted(parked.items(), key=lambda kv: kv[1])))
+        return out
 
     async def read(self, gangs: Sequence[str] | None = None) -> tuple[int, list[GangRecord]]:
         """Redis's clock (ms) and the bookkeeping of ``gangs`` (every known gang when None)."""

@@ -13,6 +13,7 @@ import contextlib
 import enum
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import redis.asyncio as aredis
@@ -42,6 +43,7 @@ class Outcome(enum.Enum):
 class WaitResult:
     outcome: Outcome
     why: str = ""
+    cool_ms: int = -1  # REJECTED: the cool-down that follows
 
 
 @dataclass(slots=True)
@@ -146,7 +148,7 @@ class Waiters:
                     if h.future.done():  # its wait ended meanwhile (deadline passed while polling)
                         continue
                     if result.state == "rejected":
-                        h.future.set_result(WaitResult(Outcome.REJECTED, result.why))
+                        h.future.set_result(WaitResult(Outcome.REJECTED, result.why, result.cool_ms))
                     elif not mine:
                         h.future.set_result(
                             WaitResult(
@@ -175,12 +177,22 @@ class Waiters:
 
 
 class GangEvents:
-    """Subscribes to the gang channel and wakes local pollers; reconnects on its own."""
+    """Subscribes to the gang channels: wakes local pollers, and the nudger when a nudge is due;
+    reconnects on its own."""
 
-    def __init__(self, redis: aredis.Redis, channel: str, waiters: Waiters) -> None:
+    def __init__(
+        self,
+        redis: aredis.Redis,
+        channel: str,
+        waiters: Waiters,
+        nudge_channel: str = "",
+        on_nudge: Callable[[], None] | None = None,
+    ) -> None:
         self.redis = redis
         self.channel = channel
         self.waiters = waiters
+        self.nudge_channel = nudge_channel
+        self.on_nudge = on_nudge
         self.connected = asyncio.Event()
         self.messages = 0
 
@@ -189,12 +201,17 @@ class GangEvents:
         while True:
             pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
             try:
-                await pubsub.subscribe(self.channel)
+                channels = [self.channel] + ([self.nudge_channel] if self.on_nudge and self.nudge_channel else [])
+                await pubsub.subscribe(*channels)
                 self.connected.set()
                 backoff = 0.1
+                nudges = self.nudge_channel.encode()
                 while True:
                     message = await pubsub.get_message(timeout=1.0)
                     if message is None:
+                        continue
+                    if self.on_nudge is not None and message.get("channel") == nudges:
+                        self.on_nudge()
                         continue
                     data = message.get("data")
                     gang = data.decode() if isinstance(data, bytes) else str(data)

@@ -161,6 +161,20 @@ class KubeClient:
                     raise _status_error(500, event.get("object") or {})
                 yield event
 
+    async def annotate_pod(self, namespace: str, name: str, uid: str, annotations: dict[str, str]) -> bool:
+        """Merge ``annotations`` into a pod's metadata; False when the pod is gone or was replaced
+        (the UID in the patch must match the pod's, so a pod recreated under the name is left alone)."""
+        body = {"metadata": {"uid": uid, "annotations": annotations}}
+        path = f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}"
+        resp = await self.http.patch(
+            path, content=orjson.dumps(body), headers={"Content-Type": "application/merge-patch+json"}
+        )
+        if resp.status_code == 200:
+            return True
+        if resp.status_code in (404, 409, 422):
+            return False
+        raise _error_from_response(resp)
+
     async def bind_pod(self, namespace: str, name: str, uid: str, node: str) -> BindResult:
         """Create the pod's Binding with its UID as precondition, and say what happened.
 

@@ -2,7 +2,10 @@
 -- op, id, arg, payload. Ops: N node upsert (arg = resourceVersion), n node delete (arg = the
 -- deleted object's resourceVersion, or ''), P pod upsert (arg = node name or '' when unbound),
 -- p pod delete, q pod delete unless assumed, D/d PDB upsert/delete, G/g PodGroup upsert/delete,
--- S synced marker (payload).
+-- S synced marker (payload), R (last; id = window ms, arg = min interval ms): when the batch freed
+-- capacity or changed what a node says -- events kube-scheduler retries parked pods on, perhaps
+-- before this write landed -- hand back the pods filter refused in the last window (see
+-- refuse.lua), each at most once per interval, as {generation, uid, namespace/name, ...}.
 -- The fence is 'epoch@storeid' (or a bare epoch): both must be current. After Redis lost its
 -- data the epoch counter restarts, so a new leader may hold an old leader's epoch number; the
 -- store id (new per history) still tells them apart.
@@ -14,6 +17,8 @@ if redis.call('GET', K_EPOCH) ~= epoch or (fence_sid ~= '' and redis.call('GET',
 end
 
 local GONE_KEEP_MS = 86400000
+local freed = false
+local requeue = nil
 
 local function put_node(name, rv, payload)
   redis.call('HSET', K_NODERV, name, rv)
@@ -22,6 +27,7 @@ local function put_node(name, rv, payload)
   if redis.call('HGET', K_NODE .. name, '_node') ~= payload then
     redis.call('HSET', K_NODE .. name, '_node', payload)
     touch(name)
+    freed = true
   end
 end
 
@@ -49,7 +55,10 @@ local function put_pod(uid, node, payload)
   if node == '' then
     -- Unbound in the API. An assumed placement is our reservation and stays until
     -- confirmed, forgotten or expired; any other placement is stale.
-    if loc and not redis.call('ZSCORE', K_ASSUMED, uid) then unplace(uid) end
+    if loc and not redis.call('ZSCORE', K_ASSUMED, uid) then
+      unplace(uid)
+      freed = true
+    end
     put_item(K_PENDING, K_PENDINGZ, 'p:', uid, payload)
     return
   end
@@ -57,6 +66,7 @@ local function put_pod(uid, node, payload)
     if loc then
       redis.call('HDEL', K_NODE .. loc, uid)
       touch(loc)
+      freed = true
     end
     redis.call('HSET', K_PODLOC, uid, node)
   end
@@ -70,7 +80,7 @@ end
 
 local function del_pod(uid, keep_assumed)
   if keep_assumed and redis.call('ZSCORE', K_ASSUMED, uid) then return end
-  unplace(uid)
+  if unplace(uid) then freed = true end
   del_item(K_PENDING, K_PENDINGZ, 'p:', uid)
 end
 
@@ -86,6 +96,22 @@ for i = 3, #ARGV, 4 do
   elseif op == 'G' then put_item(K_PODGROUP, K_PODGROUPZ, 'g:', id, payload)
   elseif op == 'g' then del_item(K_PODGROUP, K_PODGROUPZ, 'g:', id)
   elseif op == 'S' then redis.call('SET', K_SYNCED, payload)
+  elseif op == 'R' then requeue = {tonumber(id), tonumber(arg)}
   else return redis.error_reply('unknown op ' .. tostring(op)) end
 end
-return finish()
+local gen = finish()
+if not (requeue and freed) then return gen end
+local now = now_ms()
+local window, interval = requeue[1], requeue[2]
+local out = {gen}
+redis.call('ZREMRANGEBYSCORE', K_REQUEUED, '-inf', now - interval)
+for _, uid in ipairs(redis.call('ZRANGEBYSCORE', K_REFUSED, now - window, '+inf')) do
+  if not redis.call('ZSCORE', K_REQUEUED, uid) then
+    out[#out + 1] = uid
+    out[#out + 1] = redis.call('HGET', K_REFUSEDPOD, uid) or ''
+    redis.call('ZADD', K_REQUEUED, now, uid)
+  end
+  redis.call('ZREM', K_REFUSED, uid)
+  redis.call('HDEL', K_REFUSEDPOD, uid)
+end
+return out

@@ -1,9 +1,11 @@
 -- Gang bookkeeping shared by the gang_*.lua scripts (prepended after prelude.lua by
--- extenders/gang/state.py). ARGV[1] is the key prefix, ARGV[2] the cool-down after a
--- rejection (ms). Times are Redis's clock (now_ms), so replicas' clocks never matter.
+-- extenders/gang/state.py). ARGV[1] is the key prefix, ARGV[2] 'base:max', the cool-down after
+-- a first rejection and its ceiling (ms): each further rejection in a row doubles it. Times are
+-- Redis's clock (now_ms), so replicas' clocks never matter.
 --
 -- P:gang:{gang}      hash: min, state ('' assembling | 'permitted' | 'rejected'), first, deadline,
---                    window (ms), cool (ms), why, bound (members bound before arriving), touched,
+--                    window (ms), cool (ms), why, rejections (in a row, since the last permit),
+--                    bound (members bound before arriving), touched,
 --                    admitted (ms: when it last got an assembling slot), arrived (ms: its last
 --                    held arrival), yielded (ms: when it gave up its slot for having nothing
 --                    arrived for too long; its queue score from then on)
@@ -13,16 +15,50 @@
 -- P:gangq            zset gang -> order score (creation ms; ties by name): the admission queue
 -- P:gangasm          zset gang -> last activity: gangs admitted to assemble
 -- P:gangactive       set of gangs with held arrivals (leases to watch): what the sweep visits
+-- P:gangpark:{gang}  hash uid -> namespace/name: members filter turned away since their last nudge
+--                    (kube-scheduler parks them as unschedulable; nothing of the cluster's own
+--                    events may bring them back when the reason goes away)
+-- P:gangnudge        zset gang -> when its parked members are to be nudged (ms)
 -- P:gangev           pub/sub channel; a message (the gang key) wakes held calls at once
-local COOLDOWN = tonumber(ARGV[2])
+-- P:gangnudgeev      pub/sub channel; a message says a nudge is due now
+local COOLDOWN, COOLDOWN_MAX = string.match(ARGV[2], '^(%d+):?(%d*)$')
+COOLDOWN = tonumber(COOLDOWN)
+COOLDOWN_MAX = math.max(tonumber(COOLDOWN_MAX) or COOLDOWN, COOLDOWN)
 local G_INDEX = P .. ':gangs'
 local G_QUEUE = P .. ':gangq'
 local G_ASM = P .. ':gangasm'
 local G_CHAN = P .. ':gangev'
 local G_ACTIVE = P .. ':gangactive'
+local G_NUDGE = P .. ':gangnudge'
+local G_NUDGE_CHAN = P .. ':gangnudgeev'
 local function k_state(gk) return P .. ':gang:' .. gk end
 local function k_arr(gk) return P .. ':gangarr:' .. gk end
 local function k_lease(gk) return P .. ':ganglease:' .. gk end
+local function k_park(gk) return P .. ':gangpark:' .. gk end
+
+-- Nudge a gang's parked members at ``due`` (ms; the earlier of two requests wins).
+local function nudge(gk, due, now)
+  redis.call('ZADD', G_NUDGE, 'LT', due, gk)
+  if due <= now then redis.call('PUBLISH', G_NUDGE_CHAN, gk) end
+end
+
+-- A member filter turned away: remember it, so it can be nudged when the reason goes away. The
+-- gang counts as active, so the idle sweep deletes what is parked once nobody asks any more.
+local function park(gk, uid, ref, now)
+  if uid == '' then return end
+  redis.call('HSET', k_park(gk), uid, ref)
+  redis.call('ZADD', G_INDEX, now, gk)
+end
+
+-- An assembling slot came free: the first queued gang with parked members gets its chance now.
+local function nudge_queue_head(now)
+  for _, other in ipairs(redis.call('ZRANGE', G_QUEUE, 0, 9)) do
+    if redis.call('EXISTS', k_park(other)) == 1 then
+      nudge(other, now, now)
+      return
+    end
+  end
+end
 
 -- Un-reserve a held member, as forget.lua does: only an assumed placement is ours to drop.
 local function release(uid)
@@ -41,11 +77,18 @@ local function reject(gk, now, why)
   end
   redis.call('DEL', k_arr(gk), k_lease(gk))
   redis.call('SREM', G_ACTIVE, gk)
-  redis.call('HSET', k_state(gk), 'state', 'rejected', 'cool', now + COOLDOWN, 'why', why)
+  -- A gang that keeps failing waits longer each time, so it takes an ever smaller share of the
+  -- assembling turn from gangs queued behind it.
+  local n = redis.call('HINCRBY', k_state(gk), 'rejections', 1)
+  local cool = math.min(COOLDOWN * 2 ^ math.min(n - 1, 30), COOLDOWN_MAX)
+  redis.call('HSET', k_state(gk), 'state', 'rejected', 'cool', now + cool, 'why', why)
   redis.call('HDEL', k_state(gk), 'first', 'deadline')
   redis.call('ZREM', G_ASM, gk)
   redis.call('ZREM', G_QUEUE, gk)
   redis.call('PUBLISH', G_CHAN, gk)
+  -- Its members come back while it cools down and are parked: nudge them when it ends.
+  nudge(gk, now + cool, now)
+  nudge_queue_head(now)
 end
 
 -- Once permitted, arrivals need no lease: each call binds at once. Every held member's reservation
@@ -60,10 +103,13 @@ local function permit(gk, now, ttl)
   redis.call('DEL', k_lease(gk))
   redis.call('SREM', G_ACTIVE, gk)
   redis.call('HSET', k_state(gk), 'state', 'permitted', 'permitted_at', now)
-  redis.call('HDEL', k_state(gk), 'first', 'deadline')
+  redis.call('HDEL', k_state(gk), 'first', 'deadline', 'rejections')
   redis.call('ZREM', G_ASM, gk)
   redis.call('ZREM', G_QUEUE, gk)
   redis.call('PUBLISH', G_CHAN, gk)
+  -- Members turned away before the quorum (e.g. a PodGroup's minimum below its size) may bind now.
+  if redis.call('EXISTS', k_park(gk)) == 1 then nudge(gk, now, now) end
+  nudge_queue_head(now)
 end
 
 -- Bring a gang up to date: drop held arrivals whose lease lapsed (their replica died; their
@@ -88,6 +134,8 @@ local function maintain(gk, now)
     end
     redis.call('PUBLISH', G_CHAN, gk)
     if redis.call('ZCARD', k_lease(gk)) == 0 then redis.call('SREM', G_ACTIVE, gk) end
+    -- Members turned away while those reservations stood may fit now.
+    nudge(gk, now, now)
   end
   if state == '' then
     local deadline = tonumber(st[2] or '')
@@ -133,6 +181,7 @@ end
 local function yield_slot(gk, now)
   redis.call('ZREM', G_ASM, gk)
   redis.call('HSET', k_state(gk), 'yielded', now)
+  nudge_queue_head(now)
 end
 
 -- Admission to the assembling set: first come by order score (then name), at most MAX at once.

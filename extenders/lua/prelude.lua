@@ -22,6 +22,9 @@ local K_LEADER = P .. ':leader'
 local K_STOREID = P .. ':storeid'
 local K_NODEGONE = P .. ':nodegone'
 local K_NODEGONEZ = P .. ':nodegonez'
+local K_REFUSED = P .. ':refused'
+local K_REFUSEDPOD = P .. ':refusedpod'
+local K_REQUEUED = P .. ':requeued'
 
 local new_gen = nil
 local function bump()

@@ -1,7 +1,9 @@
-"""Gang binding end to end: three server processes, one Redis, the fake kube-apiserver.
+"""The gang bind protocol over HTTP: three server processes, one Redis, the fake kube-apiserver.
 
-kube-scheduler is played by the test: it POSTs /bind (and /filter) round-robin over the
-replicas, as several kube-scheduler binding goroutines behind one Service would.
+The test sends the bind (and filter) calls itself, round-robin over the replicas, to reach states
+kube-scheduler gets into only by chance: a replica killed with arrivals in flight, a caller that
+hangs up while held, retries of a bind that already happened. What kube-scheduler really does
+with gangs is proven against the real one in tests/e2e.
 """
 
 from __future__ import annotations

@@ -206,7 +206,7 @@ async def test_two_gangs_competing_for_one_gangs_capacity_complete_one_after_the
     bound_at: dict[str, float] = {}
 
     async def scheduler_loop(pod: dict[str, Any], i: int) -> None:
-        """What kube-scheduler does: bind; on an error, back off and try again."""
+        """A bind retried after every error: the admission order alone must keep the gangs apart."""
         while True:
             if await services[i % 3].bind(*target(pod, "n1")) == "":
                 bound_at[pod["metadata"]["name"]] = time.monotonic()
@@ -357,3 +357,67 @@ async def test_a_reservation_lost_while_queued_for_an_api_slot_is_not_bound(
     # The second queued past a third of the TTL: its reservation was pushed out before binding.
     deadlines = await store.assumed_pods()
     assert deadlines[second["metadata"]["uid"]] > deadlines[first["metadata"]["uid"]] + 200
+
+
+async def test_members_on_their_way_to_bind_are_not_counted_as_still_needed(replicas: Factory) -> None:
+    """kube-scheduler filters the next member before the previous member's bind reaches us: its
+    node list already leaves out the node it assumed that member on. Admitted, the gang passes."""
+    services = await replicas()
+    kube = kube_of(replicas)
+    pods = [member(f"g-{i}", "g", 4, gpus=4) for i in range(4)]
+    nodes = [gpu_node(f"n{i}", 4) for i in range(4)]
+    await setup(services, kube, nodes, pods)
+    snapshot = await services[0].runtime.snapshot()
+    names = [f"n{i}" for i in range(4)]
+    for i, pod in enumerate(pods):
+        verdict = await services[i % 3].filter(PodInfo.from_k8s(pod), snapshot, names[i:])
+        assert verdict is not None and verdict.fit, verdict
+    # Not admitted, the same count of nodes would have been too few.
+    other = [member(f"o-{i}", "o", 4, gpus=4) for i in range(4)]
+    await setup(services, kube, [], other)
+    snapshot = await services[0].runtime.snapshot()
+    verdict = await services[0].filter(PodInfo.from_k8s(other[0]), snapshot, names[1:])
+    assert verdict is not None and not verdict.fit and "cannot fit: the 4 more member(s)" in verdict.reason
+
+
+async def test_parked_members_are_requeued_through_the_api_when_their_gang_may_go(replicas: Factory) -> None:
+    services = await replicas()
+    kube = kube_of(replicas)
+    first = member("g-0", "g", 2)
+    await setup(services, kube, [gpu_node("n1", 8)], [first])
+    snapshot = await services[0].runtime.snapshot()
+    verdict = await services[0].filter(PodInfo.from_k8s(first), snapshot, ["n1"])
+    assert verdict is not None and "only 1 of the 2 required members exist" in verdict.reason
+    second = member("g-1", "g", 2)
+    await setup(services, kube, [], [second])
+    snapshot = await services[1].runtime.snapshot()
+    verdict = await services[1].filter(PodInfo.from_k8s(second), snapshot, ["n1"])
+    assert verdict is not None and verdict.fit
+
+    async def requeued() -> bool:
+        return kube.requeued == ["default/g-0"]
+
+    await wait_for(requeued, 3)
+    annotations = kube.pods[("default", "g-0")]["metadata"]["annotations"]
+    assert "kube-gang-extender/requeued-at" in annotations
+
+
+async def test_filtering_a_held_member_again_drops_its_orphaned_reservation(replicas: Factory) -> None:
+    services = await replicas()
+    kube = kube_of(replicas)
+    pods = [member(f"g-{i}", "g", 3) for i in range(3)]
+    await setup(services, kube, [gpu_node("n1", 8)], pods)
+    store = services[0].runtime.store
+    held = asyncio.create_task(services[0].bind(*target(pods[0], "n1")))
+
+    async def reserved() -> bool:
+        return pods[0]["metadata"]["uid"] in await store.placed_pods()
+
+    await wait_for(reserved)
+    snapshot = await services[1].runtime.snapshot()
+    info = PodInfo.from_k8s(pods[0])
+    assert await services[1].release_orphan(info, snapshot)
+    assert await store.placed_pods() == {}
+    assert "is gone" in await asyncio.wait_for(held, 5)  # the held call learns its arrival is gone
+    assert not await services[1].release_orphan(info, await services[1].runtime.snapshot())
+    assert kube.bound == {}

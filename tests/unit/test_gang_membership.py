@@ -114,6 +114,40 @@ def test_capacity_shortfall_counts_only_feasible_nodes_and_what_is_already_place
     assert "4 more member(s)" in capacity_shortfall("default/g", members2, 6, snap2, ["n1"])
 
 
+def test_capacity_shortfall_counts_members_one_node_at_a_time() -> None:
+    """Five members of 3 GPUs need 15 of the 16 free GPUs, but only one fits per 4-GPU node."""
+    nodes = [NodeInfo.build(f"n{i}", NodeFacts.from_k8s(gpu_node(f"n{i}", gpus=4)), []) for i in range(4)]
+    names = [n.name for n in nodes]
+    five = [PodInfo.from_k8s(member(f"g-{i}", "g", 5, gpus=3)) for i in range(5)]
+    snap = _snapshot(nodes, five)
+    reason = capacity_shortfall("default/g", GangIndex(snap).members("default/g"), 5, snap, names)
+    assert "it needs 5 more member(s), but the 4 node(s) that pass its predicates have room for 4" in reason
+    assert capacity_shortfall("default/g", GangIndex(snap).members("default/g"), 4, snap, names) == ""
+    # Mixed sizes: the smallest member bounds how many fit per node, so a fitting mix passes.
+    mixed = [PodInfo.from_k8s(member(f"m-{i}", "m", 4, gpus=g)) for i, g in enumerate((1, 1, 3, 3))]
+    snap2 = _snapshot(nodes[:2], mixed)
+    assert capacity_shortfall("default/m", GangIndex(snap2).members("default/m"), 4, snap2, names[:2]) == ""
+
+
+def test_capacity_shortfall_counts_against_a_members_nodes_only_the_members_placed_like_it() -> None:
+    """A driver with its own node selector, and four workers: the driver's one node has room for
+    one member, which is all the quorum needs from the driver's kind; the workers need four."""
+    driver_node = NodeInfo.build("d", NodeFacts.from_k8s(gpu_node("d", gpus=4)), [])
+    workers_nodes = [NodeInfo.build(f"w{i}", NodeFacts.from_k8s(gpu_node(f"w{i}", gpus=4)), []) for i in range(2)]
+    driver_pod = member("driver", "job", 5, gpus=4)
+    driver_pod["spec"]["nodeSelector"] = {"role": "driver"}
+    driver = PodInfo.from_k8s(driver_pod)
+    workers = [PodInfo.from_k8s(member(f"worker-{i}", "job", 5, gpus=2)) for i in range(4)]
+    snap = _snapshot([driver_node, *workers_nodes], [driver, *workers])
+    members = GangIndex(snap).members("default/job")
+    assert capacity_shortfall("default/job", members, 5, snap, ["d"], driver) == ""
+    assert capacity_shortfall("default/job", members, 5, snap, ["w0", "w1"], workers[0]) == ""
+    reason = capacity_shortfall("default/job", members, 5, snap, ["w0"], workers[0])
+    assert "the 4 more member(s) it needs" in reason and f"{GPU} 8 (free 4)" in reason
+    # Counting every member against the driver's node would have turned the gang away.
+    assert capacity_shortfall("default/job", members, 5, snap, ["d"]) != ""
+
+
 def test_index_cache_reuses_unchanged_nodes_and_sees_changed_ones() -> None:
     from extenders.gang.membership import GangIndexCache
 

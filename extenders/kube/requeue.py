@@ -1,0 +1,57 @@
+"""Move pods kube-scheduler parked as unschedulable back to its active queue.
+
+kube-scheduler retries a parked pod only on cluster events it considers relevant (or after five
+minutes). An update of an unscheduled pod's metadata is one: it moves the pod to the active (or
+backoff) queue. The extender makes that event, by touching an annotation, when it knows a parked
+pod's reason went away and nothing else would say so: a gang member's siblings arrived, or the pod
+was refused on a snapshot that had not yet caught up with an event kube-scheduler already acted on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+
+import httpx
+
+from extenders.kube.client import KubeApiError, KubeClient
+
+log = logging.getLogger(__name__)
+
+REQUEUE_ANNOTATION = "kube-gang-extender/requeued-at"
+# A refusal this recent may have been judged on a snapshot behind kube-scheduler's own view: the
+# leader's watcher applies an event a little after kube-scheduler has acted on it.
+REFUSAL_WINDOW_SECONDS = 2.0
+# A pod is requeued for that reason at most this often.
+REQUEUE_INTERVAL_SECONDS = 10.0
+
+# A pod to requeue: (uid, namespace/name); the uid guards against a pod recreated under the name.
+PodRef = tuple[str, str]
+
+
+class Requeuer:
+    def __init__(self, kube: KubeClient, concurrency: int = 8) -> None:
+        self.kube = kube
+        self._slots = asyncio.Semaphore(concurrency)
+        self.requeued = 0  # pods touched by this process
+
+    async def requeue(self, pods: Sequence[PodRef], why: str) -> int:
+        """Touch every pod; returns how many were touched (gone or replaced pods are skipped)."""
+        stamp = f"{time.time():.3f}"
+
+        async def one(uid: str, ref: str) -> bool:
+            namespace, _, name = ref.partition("/")
+            async with self._slots:
+                try:
+                    return await self.kube.annotate_pod(namespace, name, uid, {REQUEUE_ANNOTATION: stamp})
+                except (KubeApiError, httpx.HTTPError) as exc:
+                    # Lost: kube-scheduler's own periodic retry (five minutes at most) still comes.
+                    log.warning("could not requeue %s (%s): %s", ref, why, exc)
+                    return False
+
+        done = sum(await asyncio.gather(*(one(uid, ref) for uid, ref in pods)))
+        self.requeued += done
+        log.info("requeued %d pod(s) in kube-scheduler: %s", done, why)
+        return done

@@ -1,0 +1,50 @@
+"""Pods filter refused just before the snapshot caught up with a change kube-scheduler acted on.
+
+kube-scheduler retries a parked pod when a pod is deleted or a node changes; its informer may see
+that event a little before the leader's watcher has written it, and the retry is then judged on
+the older snapshot and refused again. The watcher's write hands such refusals back to requeue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from extenders.store import Op, Store
+from tests.store.helpers import node, pod
+
+WINDOW = 0.5
+
+
+async def test_a_batch_that_frees_capacity_hands_back_the_recent_refusals_once(store: Store, epoch: int) -> None:
+    await store.apply(epoch, [Op.node(node("n1")), Op.pod(pod("busy", "n1")), Op.pod(pod("waiting"))])
+    await store.record_refusal("waiting", "default/waiting", WINDOW)
+    # A pending pod's update frees nothing: no requeue.
+    _, refused = await store.apply_and_take_refused(epoch, [Op.pod(pod("other"))], WINDOW)
+    assert refused == []
+    _, refused = await store.apply_and_take_refused(epoch, [Op.delete_pod("busy")], WINDOW)
+    assert refused == [("waiting", "default/waiting")]
+    # Refused again and another pod goes: within the interval, not handed back twice.
+    await store.apply(epoch, [Op.pod(pod("busy2", "n1"))])
+    await store.record_refusal("waiting", "default/waiting", WINDOW)
+    _, refused = await store.apply_and_take_refused(epoch, [Op.delete_pod("busy2")], WINDOW, interval=5)
+    assert refused == []
+
+
+async def test_node_changes_hand_refusals_back_but_heartbeats_do_not(store: Store, epoch: int) -> None:
+    await store.apply(epoch, [Op.node(node("n1", rv="1"))])
+    await store.record_refusal("p", "default/p", WINDOW)
+    _, refused = await store.apply_and_take_refused(epoch, [Op.node(node("n1", rv="2"))], WINDOW)
+    assert refused == []  # same facts, a new resourceVersion: kube-scheduler retries nothing either
+    _, refused = await store.apply_and_take_refused(epoch, [Op.node(node("n1", rv="3", cpu=8000))], WINDOW)
+    assert refused == [("p", "default/p")]
+
+
+async def test_refusals_older_than_the_window_are_not_handed_back(store: Store, epoch: int) -> None:
+    await store.apply(epoch, [Op.node(node("n1")), Op.pod(pod("busy", "n1"))])
+    await store.record_refusal("old", "default/old", WINDOW)
+    await asyncio.sleep(WINDOW + 0.1)
+    await store.record_refusal("new", "default/new", WINDOW)
+    _, refused = await store.apply_and_take_refused(epoch, [Op.delete_pod("busy")], WINDOW)
+    assert refused == [("new", "default/new")]
+    assert await store.redis.zcard(store.key("refused")) == 0
+    assert await store.redis.hlen(store.key("refusedpod")) == 0
