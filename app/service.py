@@ -18,7 +18,7 @@ from app.kube_types import Node, Pod
 from app.wire import ExplainArgs, ExtenderArgs, ExtenderBindingArgs, ExtenderPreemptionArgs
 from extenders import engine
 from extenders.gang import GangService
-from extenders.kube.requeue import REFUSAL_WINDOW_SECONDS
+from extenders.kube.requeue import REFUSAL_WINDOW_SECONDS, REQUEUE_INTERVAL_SECONDS, Requeuer
 from extenders.model import NodeFacts, PodInfo
 from extenders.policy import Policy
 from extenders.preemption import process_preemption, to_wire
@@ -65,6 +65,8 @@ class Scheduler:
         self.runtime = runtime
         self.policy = policy
         self.gangs = gangs
+        self.requeuer = Requeuer(runtime.kube) if runtime.kube is not None else None
+        self._requeues: set[asyncio.Task[int]] = set()
 
     async def snapshot(self, node_objects: list[Node] | None = None) -> Snapshot:
         """The current snapshot; full node objects in the request refresh older records first."""
@@ -128,12 +130,24 @@ class Scheduler:
                 result.unresolvable.update(verdict.failed_nodes(result.passing))
                 result.passing = []
         elif names:
-            try:
-                await self.gangs.park(pod, snap)
-                await self.runtime.store.record_refusal(pod.uid, pod.key, REFUSAL_WINDOW_SECONDS)
-            except (RedisError, OSError) as exc:  # the answer stands; only a later requeue is lost
-                log.warning("could not record the refusal of %s: %s", pod.key, exc)
+            await self._refused(pod, snap)
         return self._filter_answer(args, result.passing, result.failed, result.unresolvable, "")
+
+    async def _refused(self, pod: PodInfo, snap: Snapshot) -> None:
+        """Remember a pod refused on every node, so it is requeued in kube-scheduler if the verdict
+        came from a snapshot behind what kube-scheduler had already seen (see extenders.kube.requeue)."""
+        try:
+            await self.gangs.park(pod, snap)
+            stale = await self.runtime.store.record_refusal(
+                pod.uid, pod.key, snap.generation, REFUSAL_WINDOW_SECONDS, REQUEUE_INTERVAL_SECONDS
+            )
+        except (RedisError, OSError) as exc:  # the answer stands; only a later requeue is lost
+            log.warning("could not record the refusal of %s: %s", pod.key, exc)
+            return
+        if stale and self.requeuer is not None:
+            task = asyncio.create_task(self.requeuer.requeue([(pod.uid, pod.key)], "refused on a stale snapshot"))
+            self._requeues.add(task)
+            task.add_done_callback(self._requeues.discard)
 
     @staticmethod
     def _filter_answer(

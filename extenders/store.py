@@ -268,10 +268,12 @@ class Store:
             return int(reply), []
         return int(reply[0]), [(_text(reply[i]), _text(reply[i + 1])) for i in range(1, len(reply), 2)]
 
-    async def record_refusal(self, uid: str, ref: str, window: float) -> None:
-        """Filter refused ``ref`` on every node: remember it for ``window`` seconds (see
-        ``apply_and_take_refused``)."""
-        await self._run("refuse", uid, ref, int(window * 1000))
+    async def record_refusal(self, uid: str, ref: str, generation: int, window: float, interval: float = 10.0) -> bool:
+        """Filter refused ``ref`` on every node, on the snapshot of ``generation``. True: a change
+        kube-scheduler may already have retried the pod on landed after that snapshot, so requeue it
+        now; else the refusal is remembered for ``window`` seconds (see ``apply_and_take_refused``)."""
+        reply = await self._run("refuse", uid, ref, int(window * 1000), generation, int(interval * 1000))
+        return bool(int(reply))
 
     async def add_pod(self, epoch: int, pod: PodInfo) -> int:
         """The watch saw a pod: add it, or confirm it if assumed (also covers updates and moves)."""

@@ -100,6 +100,7 @@ for i = 3, #ARGV, 4 do
   else return redis.error_reply('unknown op ' .. tostring(op)) end
 end
 local gen = finish()
+if freed then redis.call('SET', K_FREEDGEN, gen) end
 if not (requeue and freed) then return gen end
 local now = now_ms()
 local window, interval = requeue[1], requeue[2]

@@ -25,6 +25,7 @@ local K_NODEGONEZ = P .. ':nodegonez'
 local K_REFUSED = P .. ':refused'
 local K_REFUSEDPOD = P .. ':refusedpod'
 local K_REQUEUED = P .. ':requeued'
+local K_FREEDGEN = P .. ':freedgen'
 
 local new_gen = nil
 local function bump()

@@ -17,7 +17,7 @@ WINDOW = 0.5
 
 async def test_a_batch_that_frees_capacity_hands_back_the_recent_refusals_once(store: Store, epoch: int) -> None:
     await store.apply(epoch, [Op.node(node("n1")), Op.pod(pod("busy", "n1")), Op.pod(pod("waiting"))])
-    await store.record_refusal("waiting", "default/waiting", WINDOW)
+    assert not await store.record_refusal("waiting", "default/waiting", await store.generation(), WINDOW)
     # A pending pod's update frees nothing: no requeue.
     _, refused = await store.apply_and_take_refused(epoch, [Op.pod(pod("other"))], WINDOW)
     assert refused == []
@@ -25,14 +25,14 @@ async def test_a_batch_that_frees_capacity_hands_back_the_recent_refusals_once(s
     assert refused == [("waiting", "default/waiting")]
     # Refused again and another pod goes: within the interval, not handed back twice.
     await store.apply(epoch, [Op.pod(pod("busy2", "n1"))])
-    await store.record_refusal("waiting", "default/waiting", WINDOW)
+    assert not await store.record_refusal("waiting", "default/waiting", await store.generation(), WINDOW)
     _, refused = await store.apply_and_take_refused(epoch, [Op.delete_pod("busy2")], WINDOW, interval=5)
     assert refused == []
 
 
 async def test_node_changes_hand_refusals_back_but_heartbeats_do_not(store: Store, epoch: int) -> None:
     await store.apply(epoch, [Op.node(node("n1", rv="1"))])
-    await store.record_refusal("p", "default/p", WINDOW)
+    assert not await store.record_refusal("p", "default/p", await store.generation(), WINDOW)
     _, refused = await store.apply_and_take_refused(epoch, [Op.node(node("n1", rv="2"))], WINDOW)
     assert refused == []  # same facts, a new resourceVersion: kube-scheduler retries nothing either
     _, refused = await store.apply_and_take_refused(epoch, [Op.node(node("n1", rv="3", cpu=8000))], WINDOW)
@@ -41,10 +41,23 @@ async def test_node_changes_hand_refusals_back_but_heartbeats_do_not(store: Stor
 
 async def test_refusals_older_than_the_window_are_not_handed_back(store: Store, epoch: int) -> None:
     await store.apply(epoch, [Op.node(node("n1")), Op.pod(pod("busy", "n1"))])
-    await store.record_refusal("old", "default/old", WINDOW)
+    await store.record_refusal("old", "default/old", await store.generation(), WINDOW)
     await asyncio.sleep(WINDOW + 0.1)
-    await store.record_refusal("new", "default/new", WINDOW)
+    await store.record_refusal("new", "default/new", await store.generation(), WINDOW)
     _, refused = await store.apply_and_take_refused(epoch, [Op.delete_pod("busy")], WINDOW)
     assert refused == [("new", "default/new")]
     assert await store.redis.zcard(store.key("refused")) == 0
     assert await store.redis.hlen(store.key("refusedpod")) == 0
+
+
+async def test_a_refusal_judged_before_a_change_that_already_landed_is_requeued_at_once(
+    store: Store, epoch: int
+) -> None:
+    """The filter read its snapshot, then the watcher wrote the deletion, then the refusal arrives."""
+    seen = await store.apply(epoch, [Op.node(node("n1")), Op.pod(pod("busy", "n1"))])
+    await store.apply(epoch, [Op.delete_pod("busy")])
+    assert await store.record_refusal("p", "default/p", seen, WINDOW, interval=5)
+    assert not await store.record_refusal("p", "default/p", seen, WINDOW, interval=5)  # once per interval
+    # Judged on a snapshot that had the change: an ordinary refusal, nothing to requeue.
+    assert not await store.record_refusal("q", "default/q", await store.generation(), WINDOW)
+    assert await store.redis.zcard(store.key("refused")) == 1
