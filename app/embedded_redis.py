@@ -24,7 +24,7 @@ class EmbeddedRedisError(RuntimeError):
     pass
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """In the child before exec: let the kernel stop redis-server if its parent dies, even by SIGKILL."""
     if sys.platform.startswith("linux"):
         try:
@@ -85,7 +85,7 @@ class EmbeddedRedis:
             "warning",
         ]
         self._proc = subprocess.Popen(
-            args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=_die_with_parent
+            args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=die_with_parent
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

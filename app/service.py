@@ -207,7 +207,7 @@ class Scheduler:
             return {"NodeNameToMetaVictims": {}}
         gang_of = self.gangs.gang_of(snap)
         try:
-            result = process_preemption(self.policy, pod, candidates, snap, victim_pods=victim_pods, gang_of=gang_of)
+            result = process_preemption(self.policy, pod, candidates, snap, gang_of=gang_of, victim_pods=victim_pods)
         except Exception:  # no answer we can vouch for: preempt nothing this cycle
             log.exception("preempt failed for %s", pod.key)
             return {"NodeNameToMetaVictims": {}}

@@ -32,12 +32,13 @@ are not accounted for.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any
 
 from extenders import engine
+from extenders.gang.membership import GangOf
 from extenders.model import NodeInfo, PodInfo
 from extenders.pdb import DisruptionBudgets, count_pdb_violations, is_leaving, split_by_pdb_violation
 from extenders.policy import Policy
@@ -47,12 +48,6 @@ log = logging.getLogger("extenders.preemption")
 
 NEVER = "Never"
 
-# Gang labels read by the default ``gang_of`` (the gang module passes its own function).
-POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
-POD_GROUP_MIN_ANNOTATION = "scheduling.x-k8s.io/min-available"
-UNICORE_NAME_LABEL = "gang.unicore.mcyou.cn/name"
-UNICORE_COUNT_LABEL = "gang.unicore.mcyou.cn/available-count"
-
 # Rule names, as they appear in the logs.
 RULE_UNKNOWN_NODE = "unknown-node"
 RULE_UNKNOWN_VICTIM = "unknown-victim"
@@ -61,16 +56,6 @@ RULE_CANNOT_FIT = "cannot-fit"
 RULE_NO_VICTIMS = "no-victims"
 RULE_GANG_AVOIDABLE = "gang-break-avoidable"
 RULE_GANG_FEWEST = "gang-break-not-fewest"
-
-
-class GangRef(NamedTuple):
-    """A pod's gang: its key (namespace/name) and the gang's minimum member count."""
-
-    key: str
-    min_member: int
-
-
-GangOf = Callable[[PodInfo], tuple[str, int] | None]
 
 
 @dataclass(slots=True)
@@ -105,42 +90,6 @@ def importance_key(pod: PodInfo) -> tuple[int, tuple[int, float], str, str]:
 
 
 # ---------------------------------------------------------------- gangs
-def _positive_int(value: str | None) -> int | None:
-    if value is None:
-        return None
-    try:
-        number = int(value.strip())
-    except ValueError:
-        return None
-    return number if number > 0 else None
-
-
-def default_gang_of(snapshot: Snapshot | None = None) -> GangOf:
-    """Gang membership from labels: the scheduler-plugins pod-group label, or the unicore pair.
-
-    The pod-group minimum comes from the ``min-available`` annotation, else from the
-    snapshot's PodGroup object. A pod whose gang minimum cannot be told is not a gang member.
-    """
-    podgroups = snapshot.podgroups if snapshot is not None else {}
-
-    def gang_of(pod: PodInfo) -> GangRef | None:
-        group = pod.labels.get(POD_GROUP_LABEL)
-        if group:
-            key = f"{pod.namespace}/{group}"
-            minimum = _positive_int(pod.annotations.get(POD_GROUP_MIN_ANNOTATION))
-            if minimum is None and key in podgroups:
-                minimum = podgroups[key].min_member or None
-            return GangRef(key, minimum) if minimum else None
-        name = pod.labels.get(UNICORE_NAME_LABEL) or pod.annotations.get(UNICORE_NAME_LABEL)
-        if name:
-            count = pod.labels.get(UNICORE_COUNT_LABEL) or pod.annotations.get(UNICORE_COUNT_LABEL)
-            minimum = _positive_int(count)
-            return GangRef(f"{pod.namespace}/{name}", minimum) if minimum else None
-        return None
-
-    return gang_of
-
-
 class _GangCounter:
     """Live bound members per gang in the snapshot, counted once and only when a victim has a gang."""
 
@@ -281,15 +230,15 @@ def process_preemption(
     candidates: Mapping[str, Sequence[str]],
     snapshot: Snapshot,
     *,
+    gang_of: GangOf,
     victim_pods: Mapping[str, PodInfo] | None = None,
-    gang_of: GangOf | None = None,
 ) -> dict[str, MetaVictims]:
     """The nodes (in candidate order) where preemption also satisfies this extender, with their victims.
 
     ``candidates`` maps each node kube-scheduler proposes to the UIDs of the victims it
     picked there; ``victim_pods`` holds the full victim pods by UID when they came in
-    ``NodeNameToVictims``. ``gang_of(pod)`` tells a pod's gang as ``(key, min_member)``
-    (default: :func:`default_gang_of` over the snapshot). Never mutates ``snapshot``.
+    ``NodeNameToVictims``. ``gang_of(pod)`` tells a pod's gang as ``(key, min_member)``: the
+    gang package's rules (``extenders.gang.gang_of_for``). Never mutates ``snapshot``.
     """
     if preemptor.preemption_policy == NEVER:
         log.info("preempt %s: preemptionPolicy Never, no candidate accepted", preemptor.key)
@@ -303,7 +252,7 @@ def process_preemption(
         if decision is not None:
             decisions[node_name] = decision
 
-    _apply_gang_rules(preemptor, decisions, _GangCounter(snapshot, gang_of or default_gang_of(snapshot)))
+    _apply_gang_rules(preemptor, decisions, _GangCounter(snapshot, gang_of))
 
     pdbs = list(snapshot.pdbs.values())
     return {

@@ -86,6 +86,10 @@ def gang_ref(
     return None
 
 
+# A pod's gang as preemption reads it: ``(namespace/name, minMember)``, or None outside any gang.
+GangOf = Callable[[PodInfo], tuple[str, int] | None]
+
+
 def gang_of(
     pod: PodInfo, podgroups: Mapping[str, PodGroupInfo] | None = None, config: GangConfig = DEFAULT_CONFIG
 ) -> tuple[str, int] | None:
@@ -96,7 +100,7 @@ def gang_of(
     return ref.key, ref.min_member
 
 
-def gang_of_for(snapshot: Snapshot, config: GangConfig = DEFAULT_CONFIG) -> Callable[[PodInfo], tuple[str, int] | None]:
+def gang_of_for(snapshot: Snapshot, config: GangConfig = DEFAULT_CONFIG) -> GangOf:
     """``gang_of`` bound to a snapshot's PodGroups: the ``GangOf`` callable ``extenders.preemption`` takes."""
     podgroups = snapshot.podgroups
 

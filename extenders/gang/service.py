@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 from typing import Any
 
 import redis.asyncio as aredis
@@ -22,7 +21,7 @@ from extenders.binder import Binder, BindRuntime, BindTarget, FitCheck, capacity
 from extenders.gang.config import GangConfig
 from extenders.gang.coordinator import BindCoordinator, order_score
 from extenders.gang.filter import GangVerdict, capacity_shortfall
-from extenders.gang.membership import GangIndexCache, GangMembers, gang_of_for, gang_ref
+from extenders.gang.membership import GangIndexCache, GangMembers, GangOf, gang_of_for, gang_ref
 from extenders.gang.nudger import Nudger
 from extenders.gang.state import FilterState, FilterStatus, GangStore
 from extenders.gang.status import gang_document
@@ -208,7 +207,7 @@ class GangService:
         if ref is not None and ref.is_gang:
             await self.store.park(ref.key, (pod.uid, pod.key))
 
-    def gang_of(self, snapshot: Snapshot) -> Callable[[PodInfo], tuple[str, int] | None]:
+    def gang_of(self, snapshot: Snapshot) -> GangOf:
         """The ``gang_of`` callable for ``extenders.preemption`` (same label keys as here)."""
         return gang_of_for(snapshot, self.config)
 

@@ -29,7 +29,7 @@ import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from app.embedded_redis import free_port
+from app.embedded_redis import die_with_parent, free_port
 
 BINARIES = ("etcd", "kube-apiserver", "kube-scheduler")
 REPO = Path(__file__).resolve().parents[2]
@@ -68,8 +68,13 @@ class Process:
         self.name = name
         self.log_path = log_dir / f"{name}.log"
         self._log = self.log_path.open("ab")
+        # The kernel stops the child when the test process dies, even by SIGKILL: no stray etcd.
         self.proc = subprocess.Popen(
-            list(args), stdout=self._log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
+            list(args),
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})},
+            preexec_fn=die_with_parent,
         )
 
     def alive(self) -> bool:

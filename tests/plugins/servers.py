@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from app.embedded_redis import free_port
+from app.embedded_redis import die_with_parent, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -35,6 +35,7 @@ class ServerProcess:
             env=full_env,
             stdout=self._log,
             stderr=subprocess.STDOUT,
+            preexec_fn=die_with_parent,  # no replica outlives a killed test run
         )
 
     def wait_healthy(self, timeout: float = 20.0) -> ServerProcess:

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from extenders.model import NodeFacts, NodeInfo, PDBInfo, PodGroupInfo, PodInfo
+from extenders.gang import gang_of_for
+from extenders.model import NodeFacts, NodeInfo, PDBInfo, PodInfo
 from extenders.pdb import DisruptionBudgets, count_pdb_violations, pdb_matches
 from extenders.policy import default_policy
 from extenders.preemption import (
@@ -23,19 +24,25 @@ from extenders.preemption import (
     RULE_GANG_FEWEST,
     RULE_UNKNOWN_NODE,
     RULE_UNKNOWN_VICTIM,
-    GangRef,
     MetaVictims,
-    default_gang_of,
     importance_key,
-    process_preemption,
     to_wire,
 )
+from extenders.preemption import process_preemption as _process_preemption
 from extenders.snapshot import Snapshot
 from tests.wire_captures import load_capture
 
 GPU = "example.com/gpu"
 POLICY = default_policy()
 Json = dict[str, Any]
+
+
+def process_preemption(
+    policy: Any, preemptor: PodInfo, candidates: dict[str, Any], snap: Snapshot, **kw: Any
+) -> dict[str, MetaVictims]:
+    """The verb as the app calls it: with the gang package's membership rules unless a test says otherwise."""
+    kw.setdefault("gang_of", gang_of_for(snap))
+    return _process_preemption(policy, preemptor, candidates, snap, **kw)
 
 
 # ------------------------------------------------------------------ builders
@@ -475,30 +482,6 @@ def test_gang_of_callable_is_used_instead_of_labels() -> None:
     out = process_preemption(POLICY, PodInfo.from_k8s(PREEMPTOR), {"n1": [], "n4": []}, snap, gang_of=gang_of)
     assert names(out) == {"n1": (["g-1"], 0)}
     assert "plain" in calls
-
-
-def test_default_gang_of_reads_both_label_schemes_and_podgroups() -> None:
-    snap = Snapshot()
-    snap.podgroups["ns/pg"] = PodGroupInfo("ns", "pg", min_member=4)
-    gang_of = default_gang_of(snap)
-    pg = PodInfo.from_k8s(pod("a", ns="ns", labels={"scheduling.x-k8s.io/pod-group": "pg"}))
-    assert gang_of(pg) == GangRef("ns/pg", 4)
-    annotated = PodInfo.from_k8s(
-        pod(
-            "b",
-            ns="ns",
-            labels={"scheduling.x-k8s.io/pod-group": "pg"},
-            annotations={"scheduling.x-k8s.io/min-available": "2"},
-        )
-    )
-    assert gang_of(annotated) == GangRef("ns/pg", 2)
-    unicore = PodInfo.from_k8s(
-        pod("c", labels={"gang.unicore.mcyou.cn/name": "u", "gang.unicore.mcyou.cn/available-count": "3"})
-    )
-    assert gang_of(unicore) == GangRef("default/u", 3)
-    unknown_min = PodInfo.from_k8s(pod("d", labels={"scheduling.x-k8s.io/pod-group": "nowhere"}))
-    assert gang_of(unknown_min) is None
-    assert gang_of(PodInfo.from_k8s(pod("e"))) is None
 
 
 # ------------------------------------------------------------------ PDB helpers and ordering
