@@ -23,8 +23,9 @@ from redis.exceptions import RedisError
 from extenders import engine
 from extenders.kube.client import BindResult, BindStatus, KubeApiError, KubeClient
 from extenders.model import NodeInfo, PodInfo
+from extenders.plugins.framework import SKIP, Verdict
+from extenders.plugins.registry import CAPACITY_FILTERS, FILTERS
 from extenders.policy import Policy
-from extenders.predicates.base import PREDICATES, SKIP, Verdict
 from extenders.quantity import QuantityError
 from extenders.snapshot import Snapshot
 from extenders.store import AssumeStatus, Store
@@ -33,8 +34,6 @@ log = logging.getLogger(__name__)
 
 # Failing verdicts of the predicates for ``pod`` on ``node`` (empty: it fits).
 FitCheck = Callable[[PodInfo, NodeInfo, Snapshot], list[Verdict]]
-
-CAPACITY_PREDICATES = ("PodFitsResources", "PodFitsHostPorts")
 
 
 def policy_fit(policy: Policy) -> FitCheck:
@@ -49,12 +48,12 @@ def policy_fit(policy: Policy) -> FitCheck:
 def capacity_fit(pod: PodInfo, node: NodeInfo, snapshot: Snapshot) -> list[Verdict]:
     """Only what concurrent binds change: resources (extended ones included) and host ports."""
     failures: list[Verdict] = []
-    for name in CAPACITY_PREDICATES:
-        predicate = PREDICATES[name]
-        state = predicate.prepare(pod, snapshot)
+    for name in CAPACITY_FILTERS:
+        plugin = FILTERS[name]
+        state = plugin.prepare(pod, snapshot)
         if state is SKIP:
             continue
-        verdict = predicate.check(pod, node, state)
+        verdict = plugin.check(pod, node, state)
         if not verdict.fit:
             failures.append(verdict)
     return failures

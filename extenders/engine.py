@@ -11,7 +11,7 @@ kube-scheduler applies the extender's own weight on top. A priority that gives e
 candidate the same score cannot change the ranking and is left out of the average (unless
 all are), so the priorities that do tell nodes apart keep the whole 0..10 range.
 
-Veto priorities (``VETO_PRIORITIES``: NodePreferAvoidPods) are not part of that average.
+Veto scorers (``VETO_SCORERS``: NodePreferAvoidPods) are not part of that average.
 Classic policies weight NodePreferAvoidPods 10000 so that, *added* to the others, it
 dominates them; averaged, it would flatten every other priority into the rounding. Here,
 when the policy lists a veto priority, a node it scores below MAX (a node that asks to
@@ -29,22 +29,16 @@ from itertools import compress, repeat
 from operator import add, lt, mul, truediv
 from typing import Any
 
-import extenders.predicates
-import extenders.priorities
 from extenders.labels import SelectorError
 from extenders.model import NodeInfo, PodInfo
+from extenders.plugins.framework import MAX_PRIORITY, SKIP, ConstantScore, Filter, ScoringContext, Verdict
+from extenders.plugins.registry import FILTERS, SCORERS, VETO_SCORERS
 from extenders.policy import Policy
-from extenders.predicates.base import PREDICATES, SKIP, Predicate, Verdict
-from extenders.predicates.cluster_summary import summary_for
-from extenders.priorities.base import MAX_PRIORITY, PRIORITIES, ConstantScore, ScoringContext
 from extenders.snapshot import Snapshot
-
-_ = (extenders.predicates, extenders.priorities)  # the imports fill the registries
+from extenders.snapshot.summary import summary_for
 
 NODE_NOT_FOUND = "node(s) not found in the extender's snapshot"
 _NOT_FOUND = Verdict(False, NODE_NOT_FOUND, unresolvable=True)
-# Priorities applied as a veto after the weighted average instead of inside it.
-VETO_PRIORITIES = frozenset({"NodePreferAvoidPods"})
 REASON_SEPARATOR = ", "
 
 CheckFn = Callable[[PodInfo, NodeInfo, Any], Verdict]
@@ -60,7 +54,7 @@ class FilterResult:
 @dataclass(slots=True)
 class _Step:
     name: str
-    predicate: Predicate
+    filter: Filter
     state: Any
     error: Verdict | None = None  # prepare failed: every node gets this verdict
 
@@ -100,7 +94,7 @@ class PreparedPod:
             if step.error is not None:
                 self._active.append((step.name, _invalid_check, step.error))
             elif step.state is not SKIP:
-                self._active.append((step.name, step.predicate.check, step.state))
+                self._active.append((step.name, step.filter.check, step.state))
 
     @property
     def snapshot(self) -> Snapshot:
@@ -136,11 +130,11 @@ class PreparedPod:
     def build(cls, policy: Policy, pod: PodInfo, snapshot: Snapshot) -> PreparedPod:
         steps: list[_Step] = []
         for name in policy.predicate_names:
-            predicate = PREDICATES[name]
+            plugin = FILTERS[name]
             try:
-                steps.append(_Step(name, predicate, predicate.prepare(pod, snapshot)))
+                steps.append(_Step(name, plugin, plugin.prepare(pod, snapshot)))
             except SelectorError as exc:
-                steps.append(_Step(name, predicate, None, Verdict(False, f"invalid pod spec: {exc}", True)))
+                steps.append(_Step(name, plugin, None, Verdict(False, f"invalid pod spec: {exc}", True)))
         return cls(policy, pod, snapshot, steps)
 
     def with_node(self, node: NodeInfo) -> PreparedPod:
@@ -154,9 +148,9 @@ class PreparedPod:
             return self
         steps: list[_Step] = []
         for step in self.steps:
-            adjust = getattr(step.predicate, "adjust", None)
+            adjust = step.filter.adjust
             if step.error is None and adjust is not None:
-                steps.append(_Step(step.name, step.predicate, adjust(step.state, self.pod, old, node)))
+                steps.append(_Step(step.name, step.filter, adjust(step.state, self.pod, old, node)))
             else:
                 steps.append(step)
         return PreparedPod(self.policy, self.pod, None, steps, parent=self, override=node)
@@ -271,13 +265,13 @@ def _score(
     # (weight, each unique name's normalised score or None, the score when constant)
     contributions: list[tuple[int, list[float] | None, float]] = []
     for prio_name, weight in weights:
-        priority = PRIORITIES[prio_name]
-        state = priority.prepare(pod, snapshot, infos, ctx)
-        constant_of = getattr(priority, "constant", None)
+        scorer = SCORERS[prio_name]
+        state = scorer.prepare(pod, snapshot, infos, ctx)
+        constant_of = scorer.constant
         fixed: ConstantScore | None = constant_of(pod, snapshot, infos, state, ctx) if constant_of else None
         if fixed is not None:
             raw_value, value = fixed
-            if prio_name in VETO_PRIORITIES:
+            if prio_name in VETO_SCORERS:
                 vetoed = vetoed if vetoed is not None else set()
                 if value < MAX_PRIORITY:
                     vetoed.update(unique)
@@ -287,15 +281,15 @@ def _score(
                 for name in unique:
                     details[name][prio_name] = {"raw": raw_value, "score": value}
             continue
-        score_all = getattr(priority, "score_all", None)
+        score_all = scorer.score_all
         if score_all is not None:
             raw = dict(zip(names, score_all(pod, infos, state, ctx), strict=True))
         else:
-            score = priority.score
+            score = scorer.score
             raw = {info.name: score(pod, info, state, ctx) for info in infos}
-        normalized = priority.normalize(raw, state)
+        normalized = scorer.normalize(raw, state)
         values = list(map(normalized.get, unique, repeat(0.0)))
-        if prio_name in VETO_PRIORITIES:
+        if prio_name in VETO_SCORERS:
             vetoed = vetoed if vetoed is not None else set()
             vetoed.update(compress(unique, map(lt, values, repeat(MAX_PRIORITY))))
         else:

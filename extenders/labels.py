@@ -23,10 +23,12 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from extenders.model import Taint
+from extenders.model import PodInfo, Taint
 
 LabelMatcher = Callable[[Mapping[str, str]], bool]
 NodeMatcher = Callable[[str, Mapping[str, str]], bool]
+# Taint effects that keep a pod off a node (PreferNoSchedule only steers scoring).
+DO_NOT_SCHEDULE_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 
 NODE_NAME_FIELD = "metadata.name"
 _CACHE_LIMIT = 65536
@@ -385,3 +387,21 @@ def preferred_pod_affinity_terms(affinity: Mapping[str, Any] | None, kind: str) 
     section = (affinity or {}).get(kind) or {}
     terms: list[dict[str, Any]] = section.get("preferredDuringSchedulingIgnoredDuringExecution") or []
     return terms
+
+
+def compile_required_node_affinity(pod: PodInfo) -> NodeMatcher | None:
+    """The pod's nodeSelector and required node affinity as one matcher; None when neither is set."""
+    terms = required_node_affinity_terms(pod.affinity)
+    if not pod.node_selector and terms is None:
+        return None
+    map_match = compile_map_selector(pod.node_selector)
+    if terms is None:
+        return lambda _name, labels: map_match(labels)
+    terms_match = compile_node_selector_terms(terms)
+    if not pod.node_selector:
+        return terms_match
+
+    def both(name: str, labels: Mapping[str, str]) -> bool:
+        return map_match(labels) and terms_match(name, labels)
+
+    return both

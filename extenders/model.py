@@ -325,7 +325,7 @@ class NodeInfo:
     used_ports: set[HostPort] = field(default_factory=set)
     pods_with_affinity: list[PodInfo] = field(default_factory=list)
     pods_with_required_anti_affinity: list[PodInfo] = field(default_factory=list)
-    # Indexes for selector matching (see extenders.predicates.pod_query): the node's pods by
+    # Indexes for selector matching (see extenders.snapshot.pod_query): the node's pods by
     # label_key(namespace, label key, label value), and by controller owner uid. Lists, as a node
     # holds few pods; terminating pods are included (callers decide).
     pods_by_label: dict[LabelKey, list[PodInfo]] = field(default_factory=dict, compare=False, repr=False)

@@ -20,38 +20,36 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-import extenders.predicates
-import extenders.priorities
-from extenders.predicates.base import PREDICATES
-from extenders.priorities.base import PRIORITIES
+from extenders.plugins import names
+from extenders.plugins.registry import FILTERS, SCORERS
 
 # Cheap, node-local and unresolvable checks first, so the first failure is the most telling one.
 DEFAULT_PREDICATES: tuple[str, ...] = (
-    "CheckNodeCondition",
-    "CheckNodeUnschedulable",
-    "PodFitsHost",
-    "MatchNodeSelector",
-    "PodToleratesNodeTaints",
-    "CheckNodeMemoryPressure",
-    "CheckNodeDiskPressure",
-    "CheckNodePIDPressure",
-    "PodFitsResources",
-    "PodFitsHostPorts",
-    "NoDiskConflict",
-    "PodTopologySpread",
-    "MatchInterPodAffinity",
+    names.NODE_CONDITION,
+    names.NODE_UNSCHEDULABLE,
+    names.NODE_NAME,
+    names.NODE_AFFINITY_FILTER,
+    names.TAINT_TOLERATION_FILTER,
+    names.MEMORY_PRESSURE,
+    names.DISK_PRESSURE,
+    names.PID_PRESSURE,
+    names.NODE_RESOURCES_FIT,
+    names.NODE_PORTS,
+    names.VOLUME_RESTRICTIONS,
+    names.POD_TOPOLOGY_SPREAD,
+    names.INTER_POD_AFFINITY_FILTER,
 )
 DEFAULT_PRIORITIES: tuple[tuple[str, int], ...] = (
-    ("LeastRequested", 1),
-    ("BalancedResourceAllocation", 1),
-    ("NodeAffinity", 1),
-    ("TaintToleration", 1),
-    ("ImageLocality", 1),
-    ("PodTopologySpread", 2),
-    ("InterPodAffinity", 1),
+    (names.LEAST_REQUESTED, 1),
+    (names.BALANCED_ALLOCATION, 1),
+    (names.NODE_AFFINITY, 1),
+    (names.TAINT_TOLERATION, 1),
+    (names.IMAGE_LOCALITY, 1),
+    (names.POD_TOPOLOGY_SPREAD, 2),
+    (names.INTER_POD_AFFINITY, 1),
     # A veto, not averaged (see extenders.engine): avoided nodes score 0, all others 1..10.
     # The classic weight is kept so classic policy files read the same; it is not used.
-    ("NodePreferAvoidPods", 10000),
+    (names.NODE_PREFER_AVOID_PODS, 10000),
 )
 DEFAULT_RESOURCE_WEIGHTS: dict[str, int] = {"cpu": 1, "memory": 1}
 
@@ -126,7 +124,7 @@ class Policy(BaseModel):
             for v in value:
                 obj = _entry_object(v)
                 if isinstance(obj, Mapping) and isinstance(obj.get("name"), str):
-                    obj = {**obj, "name": _canonical(obj["name"], PRIORITIES)}
+                    obj = {**obj, "name": _canonical(obj["name"], SCORERS)}
                 out.append(obj)
             return out
         return value
@@ -143,8 +141,8 @@ class Policy(BaseModel):
 
     @model_validator(mode="after")
     def _known_names(self) -> Policy:
-        _check_names("predicate", self.predicate_names, PREDICATES)
-        _check_names("priority", [p.name for p in self.priorities], PRIORITIES)
+        _check_names("predicate", self.predicate_names, FILTERS)
+        _check_names("priority", [p.name for p in self.priorities], SCORERS)
         return self
 
     @property
@@ -199,8 +197,6 @@ def parse_policy_text(text: str, source: str = "policy") -> Policy:
 
 def load_policy(path: str | None) -> Policy:
     """The policy in ``path`` (YAML or JSON), or the built-in default when ``path`` is None or empty."""
-    # Referenced so the registries are filled before validation even if imports get reordered.
-    _ = (extenders.predicates, extenders.priorities)
     if not path:
         return default_policy()
     try:

@@ -11,9 +11,9 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-import extenders.predicates
 from extenders.model import NodeFacts, NodeInfo, PodInfo
-from extenders.predicates.base import FIT, PREDICATES, SKIP, Verdict
+from extenders.plugins.framework import FIT, SKIP, Verdict
+from extenders.plugins.registry import FILTERS
 from extenders.snapshot import Snapshot
 
 NAMESPACES = ("ns1", "ns2")
@@ -24,7 +24,6 @@ TAINT_KEYS = ("dedicated", "gpu", "spot")
 TAINT_VALUES = ("", "x", "y")
 EFFECTS = ("NoSchedule", "NoExecute", "PreferNoSchedule")
 GPU = "example.com/gpu"
-_ = extenders.predicates  # the import fills PREDICATES for run_predicate
 MISSING_NODE = "ghost-node"  # pods are bound to it but the snapshot has no Node object
 UNKNOWN_NODE = "unknown-node"  # neither pods nor a Node object
 
@@ -405,7 +404,7 @@ def make_snapshot(*nodes: NodeInfo) -> Snapshot:
 
 def run_predicate(name: str, pod: PodInfo, node: NodeInfo, snapshot: Snapshot | None = None) -> Verdict:
     """One registered predicate's verdict for ``pod`` on ``node`` (SKIP counts as a fit)."""
-    predicate = PREDICATES[name]
+    predicate = FILTERS[name]
     state = predicate.prepare(pod, snapshot if snapshot is not None else make_snapshot(node))
     if state is SKIP:
         return FIT

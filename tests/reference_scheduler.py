@@ -1,7 +1,7 @@
 """A deliberately plain reference implementation of the filter predicates, for differential tests.
 
 Written from the Kubernetes semantics directly over raw v1.Pod / v1.Node JSON, by brute
-force (every check rescans the cluster), sharing nothing with ``extenders.predicates`` or
+force (every check rescans the cluster), sharing nothing with ``extenders.plugins`` or
 ``extenders.labels``: only quantity parsing is borrowed. Slow on purpose; small clusters only.
 """
 

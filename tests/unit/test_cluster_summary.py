@@ -8,9 +8,9 @@ from typing import Any
 from extenders import engine
 from extenders.model import NodeFacts, NodeInfo, PodInfo, label_key
 from extenders.policy import default_policy
-from extenders.predicates import cluster_summary
-from extenders.predicates.cluster_summary import ClusterSummary, summary_for
 from extenders.snapshot import Snapshot
+from extenders.snapshot import summary as cluster_summary
+from extenders.snapshot.summary import ClusterSummary, summary_for
 from tests.gen_cluster import make_node, make_pod, make_snapshot
 
 IMAGES = ("img-a", "img-b", "img-c")

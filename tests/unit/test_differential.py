@@ -9,10 +9,11 @@ import pytest
 
 from extenders import engine
 from extenders.model import PodInfo
+from extenders.plugins.framework import ScoringContext
+from extenders.plugins.inter_pod_affinity.scoring import own_queries
+from extenders.plugins.registry import SCORERS
 from extenders.policy import Policy, default_policy, parse_policy
-from extenders.predicates.pod_query import PodQuery
-from extenders.priorities.base import PRIORITIES, ScoringContext
-from extenders.priorities.inter_pod_affinity import own_queries
+from extenders.snapshot.pod_query import PodQuery
 from tests import reference_scheduler
 from tests.gen_cluster import build_snapshot, candidate_names, gen_cluster, gen_incoming_pod
 
@@ -198,7 +199,7 @@ def _scan_only(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_index_and_scan_agree_on_every_verdict_and_score(monkeypatch: pytest.MonkeyPatch) -> None:
-    every_priority = [{"name": name, "weight": 1 + i % 3} for i, name in enumerate(sorted(PRIORITIES))]
+    every_priority = [{"name": name, "weight": 1 + i % 3} for i, name in enumerate(sorted(SCORERS))]
     policy = parse_policy({"priorities": every_priority})
     indexed_queries = 0
     for seed in range(150):
@@ -222,7 +223,7 @@ def test_index_and_scan_agree_on_every_verdict_and_score(monkeypatch: pytest.Mon
 
 
 def test_selector_spread_counts_by_owner_match_a_scan() -> None:
-    spread = PRIORITIES["SelectorSpread"]
+    spread = SCORERS["SelectorSpread"]
     ctx = ScoringContext(resource_weights={"cpu": 1})
     checked = 0
     for seed in range(100):

@@ -9,8 +9,9 @@ import pytest
 
 from extenders import engine
 from extenders.model import NodeInfo, Owner, PodInfo
+from extenders.plugins.framework import Scorer, ScoringContext
+from extenders.plugins.registry import SCORERS
 from extenders.policy import Policy, default_policy, parse_policy
-from extenders.priorities.base import PRIORITIES, ScoringContext
 from extenders.snapshot import Snapshot
 from tests.gen_cluster import make_node, make_pod, make_snapshot
 
@@ -109,8 +110,8 @@ class FixedPriority:
 def fixed(monkeypatch: pytest.MonkeyPatch) -> tuple[FixedPriority, FixedPriority]:
     a = FixedPriority("TestA", {"fits": 10, "tiny": 0, "hdd": 5})
     b = FixedPriority("TestB", {"fits": 0, "tiny": 10, "hdd": 5})
-    monkeypatch.setitem(PRIORITIES, "TestA", a)
-    monkeypatch.setitem(PRIORITIES, "TestB", b)
+    monkeypatch.setitem(SCORERS, "TestA", Scorer.of("TestA", a))
+    monkeypatch.setitem(SCORERS, "TestB", Scorer.of("TestB", b))
     return a, b
 
 
@@ -126,7 +127,7 @@ def test_priorities_that_score_every_candidate_alike_leave_the_average(
     fixed: tuple[FixedPriority, FixedPriority], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     flat = FixedPriority("TestFlat", {"fits": 10, "tiny": 10, "hdd": 10})
-    monkeypatch.setitem(PRIORITIES, "TestFlat", flat)
+    monkeypatch.setitem(SCORERS, "TestFlat", Scorer.of("TestFlat", flat))
     policy = parse_policy({"priorities": [{"name": "TestA", "weight": 1}, {"name": "TestFlat", "weight": 3}]})
     # TestFlat cannot tell fits from tiny, so only TestA decides: the full 0..10 range, not 7.5 vs 10.
     assert engine.prioritize_nodes(policy, POD, cluster(), ["fits", "tiny"]) == [("fits", 10), ("tiny", 0)]

@@ -8,7 +8,7 @@ from typing import Any
 
 from extenders.labels import LabelMatcher, compile_affinity_term, compile_label_selector
 from extenders.model import NodeInfo, Owner, PodInfo, label_key
-from extenders.predicates.pod_query import PodQuery, namespace_query, selector_equalities, term_query
+from extenders.snapshot.pod_query import PodQuery, namespace_query, selector_equalities, term_query
 
 NAMESPACES = ("ns1", "ns2", "ns3")
 APPS = ("a", "b", "c", "d")

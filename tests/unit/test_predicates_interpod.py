@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from extenders.model import PodInfo
-from extenders.predicates.base import SKIP, Verdict
-from extenders.predicates.interpod_affinity import MatchInterPodAffinity
+from extenders.plugins.framework import SKIP, Verdict
+from extenders.plugins.inter_pod_affinity.filtering import InterPodAffinityFilter
 from extenders.snapshot import Snapshot
 from tests.gen_cluster import make_node, make_pod, make_snapshot, run_predicate
 
@@ -50,7 +50,7 @@ def verdicts(pod: PodInfo, snapshot: Snapshot) -> dict[str, Verdict]:
 
 def test_no_terms_anywhere_is_skipped() -> None:
     snapshot = cluster(("n1", "z1", [make_pod("a", labels={"app": "db"})]))
-    assert MatchInterPodAffinity().prepare(make_pod(), snapshot) is SKIP
+    assert InterPodAffinityFilter().prepare(make_pod(), snapshot) is SKIP
 
 
 def test_affinity_follows_the_topology_domain() -> None:
@@ -129,7 +129,7 @@ def test_adjust_after_removing_the_blocking_pod() -> None:
     web = make_pod("web", labels={"app": "web"})
     snapshot = cluster(("n1", "z1", [web]), ("n2", "z2", []))
     pod = with_affinity(anti=[term("web")])
-    predicate = MatchInterPodAffinity()
+    predicate = InterPodAffinityFilter()
     state = predicate.prepare(pod, snapshot)
     emptied = make_node("n1", labels={ZONE: "z1"}, pods=[])
     adjusted = predicate.adjust(state, pod, snapshot.nodes["n1"], emptied)

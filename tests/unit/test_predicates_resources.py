@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from extenders.predicates.base import Verdict
+from extenders.plugins.framework import Verdict
 from tests.gen_cluster import make_node, make_pod, run_predicate
 
 GPU = "example.com/gpu"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from extenders.model import PodInfo
-from extenders.predicates.base import SKIP, Verdict
-from extenders.predicates.topology_spread import PodTopologySpread
+from extenders.plugins.framework import SKIP, Verdict
+from extenders.plugins.pod_topology_spread.filtering import TopologySpreadFilter
 from extenders.snapshot import Snapshot
 from tests.gen_cluster import make_node, make_pod, make_snapshot, run_predicate
 
@@ -47,7 +47,7 @@ def zones(counts: dict[str, int], **node_kw: Any) -> Snapshot:
 
 def test_schedule_anyway_only_is_skipped() -> None:
     pod = spread_pod(whenUnsatisfiable="ScheduleAnyway")
-    assert PodTopologySpread().prepare(pod, zones({"a": 3})) is SKIP
+    assert TopologySpreadFilter().prepare(pod, zones({"a": 3})) is SKIP
 
 
 def test_max_skew() -> None:
@@ -146,7 +146,7 @@ def test_every_constraint_must_hold_and_nodes_need_all_keys() -> None:
 
 def test_adjust_reflects_removed_pods() -> None:
     snapshot = zones({"a": 3, "b": 1})
-    predicate = PodTopologySpread()
+    predicate = TopologySpreadFilter()
     pod = spread_pod()
     state = predicate.prepare(pod, snapshot)
     assert predicate.check(pod, snapshot.nodes["n-a"], state) == SKEW_FAIL

@@ -10,12 +10,13 @@ import pytest
 
 from extenders import engine
 from extenders.model import NodeFacts, NodeInfo, PodInfo
+from extenders.plugins.framework import ScoringContext
+from extenders.plugins.node_resources.terms import resource_rows, resource_terms
+from extenders.plugins.registry import SCORERS
 from extenders.policy import default_policy
-from extenders.predicates import cluster_summary
-from extenders.predicates.cluster_summary import summary_for
-from extenders.priorities import PRIORITIES, ScoringContext
-from extenders.priorities.resource_terms import resource_rows, resource_terms
 from extenders.snapshot import Snapshot
+from extenders.snapshot import summary as cluster_summary
+from extenders.snapshot.summary import summary_for
 from tests.gen_cluster import build_snapshot, gen_cluster, gen_incoming_pod, make_node, make_pod
 
 WEIGHTS = ({"cpu": 1, "memory": 1}, {"cpu": 2, "memory": 1, "ephemeral-storage": 1}, {"memory": 3})
@@ -42,7 +43,7 @@ def _check(seed: int) -> dict[str, bool]:
                 info.node = dataclasses.replace(info.node, images={"registry/app:1": (i + 1) * 40 * 2**20})
     ctx = ScoringContext(resource_weights=WEIGHTS[seed % 3], summary=summary_for(snapshot))
     outcome: dict[str, bool] = {}
-    for name, priority in PRIORITIES.items():
+    for name, priority in SCORERS.items():
         state = priority.prepare(pod, snapshot, infos, ctx)
         per_node = [priority.score(pod, info, state, ctx) for info in infos]
         score_all = getattr(priority, "score_all", None)

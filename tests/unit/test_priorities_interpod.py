@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from extenders.model import NodeFacts, NodeInfo, PodInfo
-from extenders.priorities import PRIORITIES, ScoringContext
+from extenders.plugins.framework import ScoringContext
+from extenders.plugins.registry import SCORERS
 from extenders.snapshot import Snapshot
 
 ZONE = "topology.kubernetes.io/zone"
@@ -48,7 +49,7 @@ def weighted(weight: int, app: str, key: str = ZONE, **extra: Any) -> dict[str, 
 
 def run(incoming: PodInfo, nodes: list[NodeInfo], hard_weight: int = 1) -> tuple[dict[str, float], dict[str, float]]:
     ctx = ScoringContext(resource_weights={"cpu": 1, "memory": 1}, hard_pod_affinity_symmetric_weight=hard_weight)
-    priority = PRIORITIES["InterPodAffinity"]
+    priority = SCORERS["InterPodAffinity"]
     state = priority.prepare(incoming, Snapshot(nodes={n.name: n for n in nodes}), nodes, ctx)
     raw = {n.name: priority.score(incoming, n, state, ctx) for n in nodes}
     return raw, priority.normalize(raw, state)

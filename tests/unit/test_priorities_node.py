@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 
 from extenders.model import NodeFacts, NodeInfo, PodInfo
-from extenders.priorities import PRIORITIES, ScoringContext
-from extenders.priorities.image_locality import image_priority, normalized_image_name
-from extenders.priorities.node_prefer_avoid_pods import avoided_controllers
+from extenders.plugins.framework import ScoringContext
+from extenders.plugins.image_locality import image_priority, normalized_image_name
+from extenders.plugins.node_prefer_avoid_pods import avoided_controllers
+from extenders.plugins.registry import SCORERS
 from extenders.snapshot import Snapshot
 
 MIB = 2**20
@@ -49,7 +50,7 @@ def run(
     name: str, incoming: PodInfo, nodes: list[NodeInfo], extra: list[NodeInfo] | None = None
 ) -> tuple[dict[str, float], dict[str, float]]:
     """Score the candidates ``nodes``; ``extra`` nodes are in the snapshot but not candidates."""
-    priority = PRIORITIES[name]
+    priority = SCORERS[name]
     snapshot = Snapshot(nodes={n.name: n for n in [*nodes, *(extra or [])]})
     state = priority.prepare(incoming, snapshot, nodes, CTX)
     raw = {n.name: priority.score(incoming, n, state, CTX) for n in nodes}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from extenders.priorities.normalize import by_max, clamp, constant, min_max
+from extenders.plugins.helper.normalize import by_max, clamp, constant, min_max
 
 
 @pytest.mark.parametrize(

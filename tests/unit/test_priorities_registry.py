@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from extenders.model import NodeFacts, NodeInfo, PodInfo
-from extenders.priorities import MAX_PRIORITY, PRIORITIES, ScoringContext
+from extenders.plugins.framework import MAX_PRIORITY, ScoringContext
+from extenders.plugins.registry import SCORERS
 from extenders.snapshot import Snapshot
 
 NAMES = {
@@ -26,8 +27,8 @@ NAMES = {
 
 
 def test_registry_holds_every_priority_by_name() -> None:
-    assert set(PRIORITIES) == NAMES
-    for name, priority in PRIORITIES.items():
+    assert set(SCORERS) == NAMES
+    for name, priority in SCORERS.items():
         assert priority.name == name
 
 
@@ -150,7 +151,7 @@ def test_normalised_scores_cover_the_candidates_within_range(name: str, seed: in
     snapshot, nodes, incoming = _cluster(seed)
     candidates = nodes[: 8 + seed]
     ctx = ScoringContext(resource_weights={"cpu": 1, "memory": 1}, hard_pod_affinity_symmetric_weight=1)
-    priority = PRIORITIES[name]
+    priority = SCORERS[name]
     state = priority.prepare(incoming, snapshot, candidates, ctx)
     raw = {n.name: priority.score(incoming, n, state, ctx) for n in candidates}
     normalized = priority.normalize(raw, state)

@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from extenders.model import NodeFacts, NodeInfo, PodInfo
-from extenders.priorities import PRIORITIES, ScoringContext
-from extenders.priorities.balanced_allocation import balance_score
+from extenders.plugins.framework import ScoringContext
+from extenders.plugins.node_resources.balanced_allocation import balance_score
+from extenders.plugins.registry import SCORERS
 from extenders.snapshot import Snapshot
 
 GIB = 2**30
@@ -40,7 +41,7 @@ def node(name: str, allocatable: dict[str, str], pods: list[PodInfo] | None = No
 def run(
     name: str, incoming: PodInfo, nodes: list[NodeInfo], ctx: ScoringContext = CTX
 ) -> tuple[dict[str, float], dict[str, float]]:
-    priority = PRIORITIES[name]
+    priority = SCORERS[name]
     snapshot = Snapshot(nodes={n.name: n for n in nodes})
     state = priority.prepare(incoming, snapshot, nodes, ctx)
     raw = {n.name: priority.score(incoming, n, state, ctx) for n in nodes}

@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from extenders.model import NodeFacts, NodeInfo, PodInfo
-from extenders.priorities import PRIORITIES, ScoringContext
-from extenders.priorities.selector_spread import zone_key
+from extenders.plugins.framework import ScoringContext
+from extenders.plugins.registry import SCORERS
+from extenders.plugins.selector_spread import zone_key
 from extenders.snapshot import Snapshot
 
 CTX = ScoringContext(resource_weights={"cpu": 1, "memory": 1})
@@ -52,7 +53,7 @@ def node(
 def run(
     name: str, incoming: PodInfo, nodes: list[NodeInfo], extra: list[NodeInfo] | None = None
 ) -> tuple[dict[str, float], dict[str, float]]:
-    priority = PRIORITIES[name]
+    priority = SCORERS[name]
     snapshot = Snapshot(nodes={n.name: n for n in [*nodes, *(extra or [])]})
     state = priority.prepare(incoming, snapshot, nodes, CTX)
     raw = {n.name: priority.score(incoming, n, state, CTX) for n in nodes}

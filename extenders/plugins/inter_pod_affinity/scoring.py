@@ -25,11 +25,11 @@ from typing import Any
 
 from extenders.labels import AffinityTerm, SelectorError, compile_affinity_term
 from extenders.model import NodeInfo, PodInfo
-from extenders.predicates.cluster_summary import infos_named
-from extenders.predicates.pod_query import PodQuery, term_query
-from extenders.priorities.base import ConstantScore, ScoringContext, register, summary_of
-from extenders.priorities.normalize import constant, min_max
+from extenders.plugins.framework import ConstantScore, ScoringContext, summary_of
+from extenders.plugins.helper.normalize import constant, min_max
 from extenders.snapshot import Snapshot
+from extenders.snapshot.pod_query import PodQuery, term_query
+from extenders.snapshot.summary import infos_named
 
 PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
@@ -158,9 +158,7 @@ def _add(scores: TopologyScore, key: str, labels: Mapping[str, str], amount: flo
     domain[value] = domain.get(value, 0.0) + amount
 
 
-class InterPodAffinity:
-    name = "InterPodAffinity"
-
+class InterPodAffinityScorer:
     def prepare(
         self, pod: PodInfo, snapshot: Snapshot, nodes: list[NodeInfo], ctx: ScoringContext
     ) -> TopologyScore | None:
@@ -220,6 +218,3 @@ class InterPodAffinity:
         if state is None:
             return constant(raw)
         return min_max(raw)
-
-
-register(InterPodAffinity())

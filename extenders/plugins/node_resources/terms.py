@@ -12,9 +12,9 @@ from operator import add, mul, sub, truediv
 from typing import cast
 
 from extenders.model import NodeInfo, PodInfo
-from extenders.predicates.cluster_summary import ClusterSummary
-from extenders.priorities.base import MAX_PRIORITY
+from extenders.plugins.framework import MAX_PRIORITY
 from extenders.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
+from extenders.snapshot.summary import ClusterSummary
 
 DEFAULT_RESOURCE_WEIGHTS: dict[str, int] = {CPU: 1, MEMORY: 1}
 

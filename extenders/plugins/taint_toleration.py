@@ -1,18 +1,41 @@
-"""TaintToleration: prefer nodes with fewer PreferNoSchedule taints the pod does not tolerate.
+"""Taint toleration: kube-scheduler's TaintToleration plug-in, its filter and its score.
 
-Raw score is that count; normalised reversed, so the node with the most such taints gets 0
-and an untainted node MAX (every node MAX when none has any).
+Filter (PodToleratesNodeTaints): only NoSchedule and NoExecute taints block; PreferNoSchedule
+is left to scoring. The reason names the first untolerated taint. Unresolvable.
+
+Score (TaintToleration): the count of PreferNoSchedule taints the pod does not tolerate,
+normalised reversed, so the node with the most such taints gets 0 and an untainted node MAX
+(every node MAX when none has any).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from extenders.labels import tolerations_tolerate
+from extenders.labels import DO_NOT_SCHEDULE_EFFECTS, first_untolerated_taint, tolerations_tolerate
 from extenders.model import NodeInfo, PodInfo
-from extenders.priorities.base import MAX_PRIORITY, ConstantScore, ScoringContext, register, summary_of
-from extenders.priorities.normalize import by_max
+from extenders.plugins.framework import FIT, MAX_PRIORITY, ConstantScore, ScoringContext, Verdict, summary_of
+from extenders.plugins.helper.normalize import by_max
 from extenders.snapshot import Snapshot
+
+
+def untolerated_reason(key: str, value: str) -> str:
+    return f"node(s) had untolerated taint {{{key}: {value}}}"
+
+
+class TaintTolerationFilter:
+    def prepare(self, pod: PodInfo, snapshot: Snapshot) -> Any:
+        return pod.tolerations
+
+    def check(self, pod: PodInfo, node: NodeInfo, state: Any) -> Verdict:
+        facts = node.node
+        if facts is None or not facts.taints:
+            return FIT
+        taint = first_untolerated_taint(facts.taints, state, DO_NOT_SCHEDULE_EFFECTS)
+        if taint is None:
+            return FIT
+        return Verdict(False, untolerated_reason(taint.key, taint.value), unresolvable=True)
+
 
 PREFER_NO_SCHEDULE = "PreferNoSchedule"
 _TAINTED = "taint-toleration.prefer-no-schedule"  # ClusterSummary.names_where key
@@ -23,9 +46,7 @@ def _has_prefer_no_schedule(info: NodeInfo) -> bool:
     return facts is not None and any(taint.effect == PREFER_NO_SCHEDULE for taint in facts.taints)
 
 
-class TaintToleration:
-    name = "TaintToleration"
-
+class TaintTolerationScorer:
     def prepare(
         self, pod: PodInfo, snapshot: Snapshot, nodes: list[NodeInfo], ctx: ScoringContext
     ) -> list[dict[str, Any]]:
@@ -52,6 +73,3 @@ class TaintToleration:
 
     def normalize(self, raw: dict[str, float], state: Any) -> dict[str, float]:
         return by_max(raw, reverse=True)
-
-
-register(TaintToleration())

@@ -12,8 +12,8 @@ from functools import lru_cache
 from typing import Any
 
 from extenders.model import PREFER_AVOID_PODS_ANNOTATION, NodeInfo, PodInfo
-from extenders.priorities.base import MAX_PRIORITY, ConstantScore, ScoringContext, register, summary_of
-from extenders.priorities.normalize import clamp
+from extenders.plugins.framework import MAX_PRIORITY, ConstantScore, ScoringContext, summary_of
+from extenders.plugins.helper.normalize import clamp
 from extenders.snapshot import Snapshot
 
 _AVOIDABLE_KINDS = frozenset({"ReplicationController", "ReplicaSet"})
@@ -42,9 +42,7 @@ def avoided_controllers(annotation: str) -> frozenset[tuple[str, str]]:
         return frozenset()
 
 
-class NodePreferAvoidPods:
-    name = "NodePreferAvoidPods"
-
+class NodePreferAvoidPodsScorer:
     def prepare(
         self, pod: PodInfo, snapshot: Snapshot, nodes: list[NodeInfo], ctx: ScoringContext
     ) -> tuple[str, str] | None:
@@ -73,6 +71,3 @@ class NodePreferAvoidPods:
 
     def normalize(self, raw: dict[str, float], state: Any) -> dict[str, float]:
         return clamp(raw)
-
-
-register(NodePreferAvoidPods())

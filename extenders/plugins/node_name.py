@@ -5,22 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from extenders.model import NodeInfo, PodInfo
-from extenders.predicates.base import FIT, SKIP, Verdict, register
+from extenders.plugins.framework import FIT, SKIP, Verdict
 from extenders.snapshot import Snapshot
 
-NAME = "PodFitsHost"
 REASON = "node(s) didn't match the requested node name"
 _FAIL = Verdict(False, REASON, unresolvable=True)
 
 
-class PodFitsHost:
-    name = NAME
-
+class NodeNameFilter:
     def prepare(self, pod: PodInfo, snapshot: Snapshot) -> Any:
         return pod.node_name or SKIP
 
     def check(self, pod: PodInfo, node: NodeInfo, state: Any) -> Verdict:
         return FIT if node.name == state else _FAIL
-
-
-register(PodFitsHost())

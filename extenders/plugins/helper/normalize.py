@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from extenders.priorities.base import MAX_PRIORITY
+from extenders.plugins.framework import MAX_PRIORITY
 
 
 def clamp(raw: Mapping[str, float]) -> dict[str, float]:

@@ -10,18 +10,15 @@ from typing import Any
 
 from extenders.labels import tolerations_tolerate
 from extenders.model import NodeInfo, PodInfo, Taint
-from extenders.predicates.base import FIT, Verdict, register
+from extenders.plugins.framework import FIT, Verdict
 from extenders.snapshot import Snapshot
 
-NAME = "CheckNodeUnschedulable"
 REASON = "node(s) were unschedulable"
 UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
 _FAIL = Verdict(False, REASON, unresolvable=True)
 
 
-class CheckNodeUnschedulable:
-    name = NAME
-
+class NodeUnschedulableFilter:
     def prepare(self, pod: PodInfo, snapshot: Snapshot) -> Any:
         return tolerations_tolerate(pod.tolerations, UNSCHEDULABLE_TAINT)
 
@@ -30,6 +27,3 @@ class CheckNodeUnschedulable:
         if facts is None or not facts.unschedulable or state:
             return FIT
         return _FAIL
-
-
-register(CheckNodeUnschedulable())

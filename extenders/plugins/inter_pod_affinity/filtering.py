@@ -23,12 +23,11 @@ from typing import Any
 
 from extenders.labels import AffinityTerm, compile_affinity_terms, required_pod_affinity_terms
 from extenders.model import NodeInfo, PodInfo
-from extenders.predicates.base import FIT, SKIP, Verdict, register
-from extenders.predicates.cluster_summary import infos_named, summary_for
-from extenders.predicates.pod_query import PodQuery, term_query
+from extenders.plugins.framework import FIT, SKIP, Verdict
 from extenders.snapshot import Snapshot
+from extenders.snapshot.pod_query import PodQuery, term_query
+from extenders.snapshot.summary import infos_named, summary_for
 
-NAME = "MatchInterPodAffinity"
 AFFINITY_NOT_MATCH = "node(s) didn't match pod affinity rules"
 ANTI_AFFINITY_NOT_MATCH = "node(s) didn't match pod anti-affinity rules"
 EXISTING_ANTI_AFFINITY_NOT_MATCH = "node(s) didn't satisfy existing pods anti-affinity rules"
@@ -167,9 +166,7 @@ def _finish(state: AffinityState) -> AffinityState:
     return state
 
 
-class MatchInterPodAffinity:
-    name = NAME
-
+class InterPodAffinityFilter:
     def prepare(self, pod: PodInfo, snapshot: Snapshot) -> Any:
         affinity = pod_affinity_terms(pod)
         anti = pod_anti_affinity_terms(pod)
@@ -256,6 +253,3 @@ class MatchInterPodAffinity:
                 if value is not None and existing.get((key, value), 0) > 0:
                     return _FAIL_EXISTING
         return FIT
-
-
-register(MatchInterPodAffinity())

@@ -11,7 +11,7 @@ A pod without ScheduleAnyway constraints is skipped by the plugin, i.e. contribu
 every node scores 0. (kube-scheduler's system-default constraints are not applied; the
 SelectorSpread priority covers default spreading by owner.)
 
-Counting reads the nodes' label index (``extenders.predicates.pod_query``), and only nodes
+Counting reads the nodes' label index (``extenders.snapshot.pod_query``), and only nodes
 holding a pod with the selector's indexed label are visited (``cluster_summary``).
 """
 
@@ -35,11 +35,11 @@ from extenders.labels import (
     required_node_affinity_terms,
 )
 from extenders.model import NodeInfo, PodInfo
-from extenders.predicates.cluster_summary import ClusterSummary, infos_named
-from extenders.predicates.pod_query import PodQuery, namespace_query
-from extenders.priorities.base import MAX_PRIORITY, ConstantScore, ScoringContext, register, summary_of
-from extenders.priorities.normalize import constant
+from extenders.plugins.framework import MAX_PRIORITY, ConstantScore, ScoringContext, summary_of
+from extenders.plugins.helper.normalize import constant
 from extenders.snapshot import Snapshot
+from extenders.snapshot.pod_query import PodQuery, namespace_query
+from extenders.snapshot.summary import ClusterSummary, infos_named
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 SCHEDULE_ANYWAY = "ScheduleAnyway"
@@ -131,9 +131,7 @@ def _required_affinity(pod: PodInfo) -> tuple[LabelMatcher, NodeMatcher | None]:
     return compile_map_selector(pod.node_selector), (None if terms is None else compile_node_selector_terms(terms))
 
 
-class PodTopologySpread:
-    name = "PodTopologySpread"
-
+class TopologySpreadScorer:
     def prepare(
         self, pod: PodInfo, snapshot: Snapshot, nodes: list[NodeInfo], ctx: ScoringContext
     ) -> SpreadState | None:
@@ -274,6 +272,3 @@ class PodTopologySpread:
             else:
                 out[name] = MAX_PRIORITY * (high + low - score) / high
         return out
-
-
-register(PodTopologySpread())

@@ -9,10 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from extenders.model import WILDCARD_IP, HostPort, NodeInfo, PodInfo
-from extenders.predicates.base import FIT, SKIP, Verdict, register
+from extenders.plugins.framework import FIT, SKIP, Verdict
 from extenders.snapshot import Snapshot
 
-NAME = "PodFitsHostPorts"
 REASON = "node(s) didn't have free ports for the requested pod ports"
 _FAIL = Verdict(False, REASON)
 
@@ -31,14 +30,9 @@ def ports_conflict(wanted: list[HostPort] | tuple[HostPort, ...], used: set[Host
     return False
 
 
-class PodFitsHostPorts:
-    name = NAME
-
+class NodePortsFilter:
     def prepare(self, pod: PodInfo, snapshot: Snapshot) -> Any:
         return tuple(pod.host_ports) if pod.host_ports else SKIP
 
     def check(self, pod: PodInfo, node: NodeInfo, state: Any) -> Verdict:
         return _FAIL if ports_conflict(state, node.used_ports) else FIT
-
-
-register(PodFitsHostPorts())

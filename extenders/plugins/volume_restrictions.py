@@ -13,10 +13,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from extenders.model import NodeInfo, PodInfo
-from extenders.predicates.base import FIT, SKIP, Verdict, register
+from extenders.plugins.framework import FIT, SKIP, Verdict
 from extenders.snapshot import Snapshot
 
-NAME = "NoDiskConflict"
 REASON = "node(s) had no available disk"
 _FAIL = Verdict(False, REASON)
 _KINDS = ("gcePersistentDisk", "awsElasticBlockStore", "rbd", "iscsi")
@@ -53,9 +52,7 @@ def volumes_conflict(volume: Mapping[str, Any], existing: Mapping[str, Any]) -> 
     return False
 
 
-class NoDiskConflict:
-    name = NAME
-
+class VolumeRestrictionsFilter:
     def prepare(self, pod: PodInfo, snapshot: Snapshot) -> Any:
         relevant = tuple(v for v in pod.volumes if any(k in v for k in _KINDS))
         return relevant or SKIP
@@ -69,6 +66,3 @@ class NoDiskConflict:
                     if volumes_conflict(volume, existing):
                         return _FAIL
         return FIT
-
-
-register(NoDiskConflict())

@@ -18,15 +18,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from extenders.labels import LabelMatcher, NodeMatcher, compile_label_selector, first_untolerated_taint
+from extenders.labels import (
+    DO_NOT_SCHEDULE_EFFECTS,
+    LabelMatcher,
+    NodeMatcher,
+    compile_label_selector,
+    compile_required_node_affinity,
+    first_untolerated_taint,
+)
 from extenders.model import NodeInfo, PodInfo
-from extenders.predicates.base import FIT, SKIP, Verdict, register
-from extenders.predicates.node_selector import compile_required_node_affinity
-from extenders.predicates.pod_query import PodQuery, namespace_query
-from extenders.predicates.taints import DO_NOT_SCHEDULE_EFFECTS
+from extenders.plugins.framework import FIT, SKIP, Verdict
 from extenders.snapshot import Snapshot
+from extenders.snapshot.pod_query import PodQuery, namespace_query
 
-NAME = "PodTopologySpread"
 CONSTRAINTS_NOT_MATCH = "node(s) didn't match pod topology spread constraints"
 MISSING_LABEL = CONSTRAINTS_NOT_MATCH + " (missing required label)"
 _FAIL_SKEW = Verdict(False, CONSTRAINTS_NOT_MATCH)
@@ -128,9 +132,7 @@ def _finish(state: SpreadState) -> SpreadState:
     return state
 
 
-class PodTopologySpread:
-    name = NAME
-
+class TopologySpreadFilter:
     def prepare(self, pod: PodInfo, snapshot: Snapshot) -> Any:
         constraints = compile_constraints(pod)
         if not constraints:
@@ -168,6 +170,3 @@ class PodTopologySpread:
             if matching + constraint.self_match - state.minimums[index] > constraint.max_skew:
                 return _FAIL_SKEW
         return FIT
-
-
-register(PodTopologySpread())

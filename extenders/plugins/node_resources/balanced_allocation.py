@@ -15,9 +15,9 @@ from operator import mul, sub, truediv
 from typing import Any
 
 from extenders.model import NodeInfo, PodInfo
-from extenders.priorities.base import MAX_PRIORITY, ConstantScore, ScoringContext, register
-from extenders.priorities.normalize import clamp
-from extenders.priorities.resource_terms import (
+from extenders.plugins.framework import MAX_PRIORITY, ConstantScore, ScoringContext
+from extenders.plugins.helper.normalize import clamp
+from extenders.plugins.node_resources.terms import (
     NONZERO_CPU,
     PLAIN,
     ResourceTerm,
@@ -41,9 +41,7 @@ def balance_score(fractions: list[float]) -> float:
     return (1.0 - std) * MAX_PRIORITY
 
 
-class BalancedResourceAllocation:
-    name = "BalancedResourceAllocation"
-
+class BalancedAllocationScorer:
     def prepare(
         self, pod: PodInfo, snapshot: Snapshot, nodes: list[NodeInfo], ctx: ScoringContext
     ) -> tuple[ResourceTerm, ...] | None:
@@ -117,6 +115,3 @@ class BalancedResourceAllocation:
 
     def normalize(self, raw: dict[str, float], state: Any) -> dict[str, float]:
         return clamp(raw)
-
-
-register(BalancedResourceAllocation())

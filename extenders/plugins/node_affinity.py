@@ -1,19 +1,36 @@
-"""NodeAffinity: prefer nodes matching the pod's preferred node affinity terms.
+"""Node affinity: kube-scheduler's NodeAffinity plug-in, its filter and its score.
 
-Raw score is the sum of the weights of the matching
-``preferredDuringSchedulingIgnoredDuringExecution`` terms; normalised so the best node
-gets MAX. A pod without preferred terms scores 0 everywhere (the plugin skips it).
+Filter (MatchNodeSelector): the pod's nodeSelector AND its required node affinity must hold;
+required terms are ORed, the expressions inside a term ANDed, and a required affinity with an
+empty term list matches no node. Unresolvable.
+
+Score (NodeAffinity): the sum of the weights of the matching
+``preferredDuringSchedulingIgnoredDuringExecution`` terms, normalised so the best node gets
+MAX. A pod without preferred terms scores 0 everywhere (the plugin skips it).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from extenders.labels import NodeMatcher, compile_node_selector_term
+from extenders.labels import NodeMatcher, compile_node_selector_term, compile_required_node_affinity
 from extenders.model import NodeInfo, PodInfo
-from extenders.priorities.base import ConstantScore, ScoringContext, register
-from extenders.priorities.normalize import by_max
+from extenders.plugins.framework import FIT, SKIP, ConstantScore, ScoringContext, Verdict
+from extenders.plugins.helper.normalize import by_max
 from extenders.snapshot import Snapshot
+
+REASON = "node(s) didn't match Pod's node affinity/selector"
+_FAIL = Verdict(False, REASON, unresolvable=True)
+
+
+class NodeAffinityFilter:
+    def prepare(self, pod: PodInfo, snapshot: Snapshot) -> Any:
+        matcher = compile_required_node_affinity(pod)
+        return SKIP if matcher is None else matcher
+
+    def check(self, pod: PodInfo, node: NodeInfo, state: Any) -> Verdict:
+        return FIT if state(node.name, node.labels) else _FAIL
+
 
 PreferredTerms = tuple[tuple[int, NodeMatcher], ...]
 
@@ -29,9 +46,7 @@ def preferred_terms(pod: PodInfo) -> PreferredTerms:
     return tuple(out)
 
 
-class NodeAffinity:
-    name = "NodeAffinity"
-
+class NodeAffinityScorer:
     def prepare(self, pod: PodInfo, snapshot: Snapshot, nodes: list[NodeInfo], ctx: ScoringContext) -> PreferredTerms:
         return preferred_terms(pod)
 
@@ -53,6 +68,3 @@ class NodeAffinity:
 
     def normalize(self, raw: dict[str, float], state: Any) -> dict[str, float]:
         return by_max(raw)
-
-
-register(NodeAffinity())

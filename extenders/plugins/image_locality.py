@@ -12,8 +12,8 @@ from collections.abc import Callable
 from typing import Any
 
 from extenders.model import NodeInfo, PodInfo
-from extenders.priorities.base import MAX_PRIORITY, ConstantScore, ScoringContext, register, summary_of
-from extenders.priorities.normalize import clamp
+from extenders.plugins.framework import MAX_PRIORITY, ConstantScore, ScoringContext, summary_of
+from extenders.plugins.helper.normalize import clamp
 from extenders.snapshot import Snapshot
 
 MIB = 1024 * 1024
@@ -61,9 +61,7 @@ def _size_of(image: str) -> Callable[[NodeInfo], int | None]:
     return extract
 
 
-class ImageLocality:
-    name = "ImageLocality"
-
+class ImageLocalityScorer:
     def prepare(self, pod: PodInfo, snapshot: Snapshot, nodes: list[NodeInfo], ctx: ScoringContext) -> ImageState:
         names = [normalized_image_name(image) for image in pod.images]
         if not names:
@@ -110,6 +108,3 @@ class ImageLocality:
 
     def normalize(self, raw: dict[str, float], state: Any) -> dict[str, float]:
         return clamp(raw)
-
-
-register(ImageLocality())

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from extenders.model import NodeInfo, PodInfo
-from extenders.priorities.base import MAX_PRIORITY, ConstantScore, ScoringContext, register
-from extenders.priorities.normalize import constant
+from extenders.plugins.framework import MAX_PRIORITY, ConstantScore, ScoringContext
+from extenders.plugins.helper.normalize import constant
 from extenders.snapshot import Snapshot
 
 ZONE_WEIGHTING = 2.0 / 3.0
@@ -42,9 +42,7 @@ class SpreadState:
     zones: dict[str, str]  # candidate node name -> zone key ('' = none)
 
 
-class SelectorSpread:
-    name = "SelectorSpread"
-
+class SelectorSpreadScorer:
     def prepare(
         self, pod: PodInfo, snapshot: Snapshot, nodes: list[NodeInfo], ctx: ScoringContext
     ) -> SpreadState | None:
@@ -91,6 +89,3 @@ class SelectorSpread:
                 score = score * (1.0 - ZONE_WEIGHTING) + zone_score * ZONE_WEIGHTING
             out[name] = score
         return out
-
-
-register(SelectorSpread())

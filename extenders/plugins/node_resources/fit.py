@@ -13,11 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 from extenders.model import NodeInfo, PodInfo
-from extenders.predicates.base import FIT, Verdict, register
+from extenders.plugins.framework import FIT, Verdict
 from extenders.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from extenders.snapshot import Snapshot
 
-NAME = "PodFitsResources"
 TOO_MANY_PODS = "Too many pods"
 
 # (resource name, amount requested, failure reason)
@@ -28,9 +27,7 @@ def insufficient(resource: str) -> str:
     return f"Insufficient {resource}"
 
 
-class PodFitsResources:
-    name = NAME
-
+class ResourcesFitFilter:
     def prepare(self, pod: PodInfo, snapshot: Snapshot) -> tuple[Request, ...]:
         requests = pod.requests
         out: list[Request] = []
@@ -65,6 +62,3 @@ class PodFitsResources:
         if reasons is None:
             return FIT
         return Verdict(False, ", ".join(reasons), unresolvable)
-
-
-register(PodFitsResources())

@@ -1,0 +1,157 @@
+"""What a scheduling plug-in is: kube-scheduler's framework, reduced to what an extender runs.
+
+A filter plug-in prepares per-pod state once over the snapshot (PreFilter, which may answer
+SKIP), then checks one node at a time (Filter), pure and cheap. A score plug-in prepares per-pod
+state (PreScore), scores each candidate, and normalises the raw scores over the candidates to
+0..MAX_PRIORITY (NormalizeScore). Optional hooks are found once, when the registry is built
+(``Filter.of`` / ``Scorer.of``), never per call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from extenders.model import NodeInfo, PodInfo
+from extenders.snapshot import Snapshot
+from extenders.snapshot.summary import ClusterSummary, summary_for
+
+S = TypeVar("S")
+
+MAX_PRIORITY = 10  # extender/v1 MaxExtenderPriority
+
+
+@dataclass(slots=True, frozen=True)
+class Verdict:
+    """One filter's answer for one node.
+
+    ``unresolvable`` marks failures that evicting pods cannot fix (selector, taint, unknown
+    node): they go to FailedAndUnresolvableNodes so no preemption is tried.
+    """
+
+    fit: bool
+    reason: str = ""
+    unresolvable: bool = False
+
+
+FIT = Verdict(True)
+
+
+class _Skip:
+    """Type of SKIP; a singleton so ``state is SKIP`` is the test."""
+
+    _instance: _Skip | None = None
+
+    def __new__(cls) -> _Skip:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "SKIP"
+
+
+# ``prepare`` returns SKIP when the filter passes every node for this pod (kube-scheduler's
+# PreFilter Skip status): the engine then does not call ``check`` at all.
+SKIP = _Skip()
+
+
+class FilterPlugin(Protocol[S]):
+    def prepare(self, pod: PodInfo, snapshot: Snapshot) -> S:
+        """Per-pod state computed over the whole snapshot (or SKIP)."""
+        ...
+
+    def check(self, pod: PodInfo, node: NodeInfo, state: S) -> Verdict: ...
+
+
+class AdjustableFilter(FilterPlugin[S], Protocol[S]):
+    """A filter whose prepared state depends on other nodes' pods (PreFilterExtensions).
+
+    ``adjust`` returns the state as it would be had ``prepare`` seen ``new`` in place of ``old``
+    (the same node with pods removed or added, e.g. preemption victims), without rescanning the
+    snapshot. Filters without it have node-independent state.
+    """
+
+    def adjust(self, state: S, pod: PodInfo, old: NodeInfo | None, new: NodeInfo) -> S: ...
+
+
+@dataclass(slots=True, frozen=True)
+class ScoringContext:
+    """Policy knobs some scorers read (resource weights, symmetric affinity weight)."""
+
+    resource_weights: dict[str, int]
+    hard_pod_affinity_symmetric_weight: int = 1
+    # The snapshot's node-table summary, computed once per call by the engine; scorers fall
+    # back to ``summary_of`` when called without one (tests, tools).
+    summary: ClusterSummary | None = None
+
+
+def summary_of(snapshot: Snapshot, ctx: ScoringContext) -> ClusterSummary:
+    """``ctx.summary`` when the engine supplied it, else the snapshot's summary."""
+    return ctx.summary if ctx.summary is not None else summary_for(snapshot)
+
+
+ConstantScore = tuple[float, float]  # (raw, normalised): what a ``constant`` hook returns
+
+
+class ScorePlugin(Protocol[S]):
+    """The map/reduce pair. Two optional hooks, found once at registration:
+
+    ``constant(pod, snapshot, nodes, state, ctx) -> (raw, score) | None``: with the prepared
+    state, ``(raw, score)`` when every node of ``nodes`` would get that raw and normalised
+    score (the engine then skips ``score``/``normalize``), else None. Must be cheap.
+
+    ``score_all(pod, nodes, state, ctx) -> list[float]``: ``score`` for each node, in order,
+    in one loop (per-node calls dominate the cost of the cheap scorers).
+    """
+
+    def prepare(self, pod: PodInfo, snapshot: Snapshot, nodes: list[NodeInfo], ctx: ScoringContext) -> S: ...
+
+    def score(self, pod: PodInfo, node: NodeInfo, state: S, ctx: ScoringContext) -> float: ...
+
+    def normalize(self, raw: dict[str, float], state: S) -> dict[str, float]:
+        """Raw scores by node name -> scores in 0..MAX_PRIORITY."""
+        ...
+
+
+AdjustFn = Callable[[Any, PodInfo, NodeInfo | None, NodeInfo], Any]
+ConstantFn = Callable[[PodInfo, Snapshot, list[NodeInfo], Any, ScoringContext], ConstantScore | None]
+ScoreAllFn = Callable[[PodInfo, list[NodeInfo], Any, ScoringContext], list[float]]
+
+
+@dataclass(slots=True, frozen=True)
+class Filter:
+    """A registered filter: its methods bound, its optional ``adjust`` resolved (None if absent)."""
+
+    name: str
+    prepare: Callable[[PodInfo, Snapshot], Any]
+    check: Callable[[PodInfo, NodeInfo, Any], Verdict]
+    adjust: AdjustFn | None
+
+    @classmethod
+    def of(cls, name: str, plugin: FilterPlugin[Any]) -> Filter:
+        return cls(name, plugin.prepare, plugin.check, getattr(plugin, "adjust", None))
+
+
+@dataclass(slots=True, frozen=True)
+class Scorer:
+    """A registered scorer: its methods bound, its optional hooks resolved (None if absent)."""
+
+    name: str
+    prepare: Callable[[PodInfo, Snapshot, list[NodeInfo], ScoringContext], Any]
+    score: Callable[[PodInfo, NodeInfo, Any, ScoringContext], float]
+    normalize: Callable[[dict[str, float], Any], dict[str, float]]
+    constant: ConstantFn | None
+    score_all: ScoreAllFn | None
+
+    @classmethod
+    def of(cls, name: str, plugin: ScorePlugin[Any]) -> Scorer:
+        return cls(
+            name,
+            plugin.prepare,
+            plugin.score,
+            plugin.normalize,
+            getattr(plugin, "constant", None),
+            getattr(plugin, "score_all", None),
+        )

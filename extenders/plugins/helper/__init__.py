@@ -1,0 +1,1 @@
+"""Helpers the plug-ins share."""

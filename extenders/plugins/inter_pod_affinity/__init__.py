@@ -1,0 +1,1 @@
+"""Inter-pod affinity: the filter (required terms) and the score (preferred terms)."""

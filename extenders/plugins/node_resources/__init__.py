@@ -1,0 +1,1 @@
+"""Node resources: the fit filter, and the allocation scorers sharing one view of requests."""

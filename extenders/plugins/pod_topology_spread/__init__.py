@@ -1,0 +1,1 @@
+"""Pod topology spread: the filter (DoNotSchedule) and the score (ScheduleAnyway)."""
