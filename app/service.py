@@ -225,7 +225,7 @@ class Scheduler:
     async def bind(self, args: ExtenderBindingArgs, gone: asyncio.Event | None = None) -> dict[str, Any]:
         """``gone`` is set when the caller disconnects (a held gang member then withdraws)."""
         try:
-            return {"Error": await self.gangs.bind_args(args, gone)}
+            return {"Error": await self.gangs.bind(args.PodNamespace, args.PodName, args.PodUID, args.Node, gone)}
         except (RedisError, OSError, TimeoutError) as exc:
             # Nothing was bound: the binding is created only after the reservation in Redis succeeded.
             log.warning("bind of %s/%s failed: Redis unavailable: %s", args.PodNamespace, args.PodName, exc)

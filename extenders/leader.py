@@ -20,36 +20,12 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
+from extenders.aio import cancel_and_wait, raise_if_cancelling
 from extenders.store import FencedError, Lease, Store
 
 log = logging.getLogger(__name__)
 
 Work = Callable[[int], Coroutine[Any, Any, None]]
-
-
-def raise_if_cancelling() -> None:
-    """Re-raise a cancellation that a library swallowed (Python 3.11's wait_for can lose one in a race).
-
-    The task's pending-cancel count survives the loss, so every long-running loop checks it:
-    a deposed leader's watcher must stop, and ``stop()`` must not wait forever.
-    """
-    task = asyncio.current_task()
-    if task is not None and task.cancelling():
-        raise asyncio.CancelledError()
-
-
-async def cancel_and_wait(task: asyncio.Task[Any], attempts: int = 50, interval: float = 0.2) -> None:
-    """Cancel a task and wait for it, cancelling again if a cancellation was lost on the way."""
-    for _ in range(attempts):
-        if task.done():
-            break
-        task.cancel()
-        await asyncio.wait([task], timeout=interval)
-    if not task.done():
-        log.error("task %s ignores cancellation; abandoning it", task.get_name())
-    elif not task.cancelled():
-        with contextlib.suppress(BaseException):
-            task.result()
 
 
 def _is_fenced(exc: BaseException) -> bool:

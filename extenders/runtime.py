@@ -19,10 +19,11 @@ from typing import Any
 import redis.asyncio as aredis
 from redis.exceptions import RedisError
 
+from extenders.aio import cancel_and_wait, raise_if_cancelling
 from extenders.cache import SnapshotCache
 from extenders.kube.client import KubeClient
 from extenders.kube.config import build_http_client
-from extenders.leader import LeaderElector, cancel_and_wait, raise_if_cancelling
+from extenders.leader import LeaderElector
 from extenders.model import NodeInfo
 from extenders.snapshot import Snapshot
 from extenders.store import Store

@@ -38,8 +38,6 @@ import enum
 import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -47,10 +45,10 @@ import redis.asyncio as aredis
 from redis.commands.core import AsyncScript
 from redis.exceptions import ResponseError
 
+from extenders import lua
 from extenders.model import NodeFacts, PDBInfo, PodGroupInfo, PodInfo
 
 NODE_FIELD = "_node"
-_LUA_DIR = Path(__file__).resolve().parent / "lua"
 _SCRIPTS = (
     "apply",
     "assume",
@@ -67,11 +65,6 @@ _LEASE_SCRIPTS = ("lease_acquire", "lease_renew", "lease_release")
 
 class FencedError(RuntimeError):
     """A write by a leader whose term is over: another replica took the lease since."""
-
-
-@cache
-def _lua(name: str) -> str:
-    return (_LUA_DIR / f"{name}.lua").read_text()
 
 
 def dumps(record: Any) -> bytes:
@@ -216,13 +209,10 @@ class Store:
     def __init__(self, redis: aredis.Redis, prefix: str = "extender") -> None:
         self.redis = redis
         self.prefix = prefix
-        prelude = _lua("prelude")
         self._scripts: dict[str, AsyncScript] = {
-            name: redis.register_script(prelude + "\n" + _lua(name)) for name in _SCRIPTS
+            **lua.register(redis, _SCRIPTS, head=("prelude",)),
+            **lua.register(redis, _LEASE_SCRIPTS, head=("lease_prelude",)),
         }
-        prefix_only = "local P = ARGV[1]\nlocal K_LEADER = P .. ':leader'\nlocal K_EPOCH = P .. ':epoch'\n"
-        for name in _LEASE_SCRIPTS:
-            self._scripts[name] = redis.register_script(prefix_only + _lua(name))
         self._fence: tuple[int, str] | None = None  # (epoch, store id) of the last lease acquired here
         self._seen_store_id: str | None = None  # the store history of the last full load's index
 

@@ -23,9 +23,9 @@ import httpx
 import orjson
 from redis.exceptions import RedisError
 
+from extenders.aio import raise_if_cancelling
 from extenders.kube.client import PODGROUPS_PATH, GoneError, KubeApiError, KubeClient
 from extenders.kube.requeue import REFUSAL_WINDOW_SECONDS, REQUEUE_INTERVAL_SECONDS, Requeuer
-from extenders.leader import raise_if_cancelling
 from extenders.model import DEFAULT_NAMESPACE, NodeFacts, PDBInfo, PodGroupInfo, PodInfo
 from extenders.quantity import QuantityError
 from extenders.store import FencedError, Op, Store

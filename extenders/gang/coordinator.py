@@ -17,12 +17,12 @@ import time
 
 from redis.exceptions import RedisError
 
+from extenders.aio import cancel_and_wait
 from extenders.binder import Binder, BindTarget
 from extenders.gang.config import GangConfig
 from extenders.gang.membership import GangIndexCache, GangMembers, GangRef, timestamp_ms
 from extenders.gang.state import ArriveResult, ArriveStatus, GangStore
 from extenders.gang.waiters import DoneBatcher, Outcome, Waiters, WaitResult
-from extenders.leader import cancel_and_wait
 from extenders.model import PodInfo
 
 log = logging.getLogger(__name__)

@@ -15,6 +15,7 @@ import logging
 
 from redis.exceptions import RedisError
 
+from extenders.aio import cancelling
 from extenders.gang.state import GangStore
 from extenders.kube.requeue import Requeuer
 
@@ -40,8 +41,7 @@ class Nudger:
             try:
                 due = await self.store.take_nudges()
             except (RedisError, OSError) as exc:
-                task = asyncio.current_task()
-                if task is not None and task.cancelling():
+                if cancelling():
                     raise asyncio.CancelledError from exc
                 backoff = min(backoff * 2, 30.0)
                 log.warning("taking gang nudges failed (%s); next try in %.0fs", exc, backoff)

@@ -17,6 +17,7 @@ from typing import Any
 import redis.asyncio as aredis
 from redis.exceptions import RedisError
 
+from extenders.aio import cancel_and_wait, cancelling
 from extenders.binder import Binder, BindRuntime, BindTarget, FitCheck, capacity_fit, policy_fit
 from extenders.gang.config import GangConfig
 from extenders.gang.coordinator import BindCoordinator, order_score
@@ -27,7 +28,6 @@ from extenders.gang.state import FilterState, FilterStatus, GangStore
 from extenders.gang.status import gang_document
 from extenders.gang.waiters import GangEvents, Waiters
 from extenders.kube.requeue import Requeuer
-from extenders.leader import cancel_and_wait
 from extenders.model import PodInfo
 from extenders.policy import Policy
 from extenders.snapshot import Snapshot
@@ -101,8 +101,7 @@ class GangService:
                 if removed:
                     log.info("removed idle gang bookkeeping: %s", ", ".join(removed[:10]))
             except (RedisError, OSError) as exc:
-                task = asyncio.current_task()
-                if task is not None and task.cancelling():
+                if cancelling():
                     raise asyncio.CancelledError from exc  # stopping: the client turned it into an error
                 log.warning("gang sweep failed: %s", exc)
 
@@ -123,10 +122,6 @@ class GangService:
         if ref is None or not ref.is_gang:
             return await self.binder.bind(target, resolved)
         return await self.coordinator.bind(target, resolved.pod, ref, gone)
-
-    async def bind_args(self, args: Any, gone: asyncio.Event | None = None) -> str:
-        """``bind`` from an object with kube-scheduler's field names (PodName, PodNamespace, PodUID, Node)."""
-        return await self.bind(args.PodNamespace, args.PodName, args.PodUID, args.Node, gone)
 
     # --- filter --------------------------------------------------------------------------------
 

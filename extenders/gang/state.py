@@ -10,13 +10,13 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Any
 
 import orjson
 import redis.asyncio as aredis
 from redis.commands.core import AsyncScript
 
+from extenders import lua
 from extenders.gang.config import GangConfig
 from extenders.kube.requeue import PodRef
 from extenders.model import PodInfo
@@ -31,10 +31,6 @@ _SCRIPTS = (
     "gang_nudge",
     "gang_orphan",
 )
-
-
-def _lua(name: str) -> str:
-    return resources.files("extenders").joinpath("lua", f"{name}.lua").read_text()
 
 
 def _text(value: Any) -> str:
@@ -126,8 +122,7 @@ class GangStore:
         self.redis = redis
         self.prefix = prefix
         self.config = config
-        head = _lua("prelude") + "\n" + _lua("gang_common") + "\n"
-        self._scripts: dict[str, AsyncScript] = {n: redis.register_script(head + _lua(n)) for n in _SCRIPTS}
+        self._scripts: dict[str, AsyncScript] = lua.register(redis, _SCRIPTS, head=("prelude", "gang_common"))
 
     @property
     def channel(self) -> str:

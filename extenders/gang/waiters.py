@@ -19,17 +19,11 @@ from dataclasses import dataclass, field
 import redis.asyncio as aredis
 from redis.exceptions import RedisError
 
+from extenders.aio import cancel_and_wait, cancelling
 from extenders.gang.config import GangConfig
 from extenders.gang.state import GangStore
-from extenders.leader import cancel_and_wait
 
 log = logging.getLogger(__name__)
-
-
-def _cancelling() -> bool:
-    """Whether the current task was asked to stop (a library may have swallowed the CancelledError)."""
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
 
 
 class Outcome(enum.Enum):
@@ -131,7 +125,7 @@ class Waiters:
                     )
                     last_ok = time.monotonic()
                 except (RedisError, OSError, TimeoutError) as exc:
-                    if _cancelling():
+                    if cancelling():
                         raise asyncio.CancelledError from exc
                     detail = str(exc) or type(exc).__name__
                     log.warning("gang %s: polling Redis failed: %s", entry.key, detail)
@@ -219,7 +213,7 @@ class GangEvents:
                     self.waiters.wake(gang)
             except (RedisError, OSError) as exc:
                 self.connected.clear()
-                if _cancelling():
+                if cancelling():
                     # The client may turn our cancellation into a connection error: stop anyway.
                     raise asyncio.CancelledError from exc
                 log.warning("gang pub/sub lost (%s); polling covers until it is back", exc)

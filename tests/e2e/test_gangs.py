@@ -47,6 +47,18 @@ def create_gang(
     return names
 
 
+def create_podgroup(cluster: Cluster, name: str, min_member: int) -> None:
+    cluster.kube.create(
+        f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{cluster.namespace}/podgroups",
+        {
+            "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+            "kind": "PodGroup",
+            "metadata": {"name": name},
+            "spec": {"minMember": min_member},
+        },
+    )
+
+
 def bound(cluster: Cluster, names: list[str]) -> list[str]:
     placed = cluster.placement()
     return [n for n in names if placed.get(n)]
@@ -134,15 +146,7 @@ def test_twenty_small_gangs_created_at_once_all_complete(cluster: Cluster) -> No
 def test_each_label_scheme_and_a_podgroup_make_a_gang(cluster: Cluster) -> None:
     cluster.nodes(3, cpu="4")
     cluster.wait_synced()
-    cluster.kube.create(
-        f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{cluster.namespace}/podgroups",
-        {
-            "apiVersion": "scheduling.x-k8s.io/v1alpha1",
-            "kind": "PodGroup",
-            "metadata": {"name": "pg"},
-            "spec": {"minMember": 3},
-        },
-    )
+    create_podgroup(cluster, "pg", 3)
     gangs = {
         "legacy": create_gang(cluster, "legacy", 3, 3, cpu="500m"),
         "unicore": create_gang(cluster, "unicore", 3, 3, cpu="500m", labels={UNICORE[0]: "u", UNICORE[1]: "3"}),
@@ -160,15 +164,7 @@ def test_each_label_scheme_and_a_podgroup_make_a_gang(cluster: Cluster) -> None:
 def test_a_podgroup_minimum_below_its_size_holds_the_first_members_back_until_it_is_met(cluster: Cluster) -> None:
     cluster.nodes(2, cpu="4")
     cluster.wait_synced()
-    cluster.kube.create(
-        f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{cluster.namespace}/podgroups",
-        {
-            "apiVersion": "scheduling.x-k8s.io/v1alpha1",
-            "kind": "PodGroup",
-            "metadata": {"name": "four"},
-            "spec": {"minMember": 4},
-        },
-    )
+    create_podgroup(cluster, "four", 4)
     first = create_gang(cluster, "four", 3, 4, cpu="500m", labels={POD_GROUP: "four"})
     watch_all_or_nothing(cluster, {"four": first}, 5)
     assert bound(cluster, first) == []

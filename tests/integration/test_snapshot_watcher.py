@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 import redis.asyncio as aredis
 
+from extenders.aio import cancel_and_wait
 from extenders.cache import SnapshotCache
 from extenders.kube.client import BindStatus, KubeClient
 from extenders.kube.config import build_http_client
-from extenders.leader import cancel_and_wait
 from extenders.snapshot import Snapshot
 from extenders.store import Store
 from extenders.watcher import Watcher

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 import redis.asyncio as aredis
 
+from extenders.aio import cancel_and_wait
 from extenders.cache import SnapshotCache
 from extenders.kube.client import KubeClient
 from extenders.kube.config import build_http_client
-from extenders.leader import cancel_and_wait
 from extenders.model import NodeFacts
 from extenders.store import Store
 from extenders.watcher import Watcher

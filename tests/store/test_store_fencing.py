@@ -162,7 +162,7 @@ async def test_stop_releases_so_another_takes_over_at_once(store: Store) -> None
 
 async def test_work_that_swallowed_a_cancellation_still_stops(store: Store) -> None:
     """Python 3.11's wait_for can lose a cancellation; the watcher's loops re-raise it."""
-    from extenders.leader import raise_if_cancelling
+    from extenders.aio import raise_if_cancelling
 
     loops_after_cancel = 0
     stopped = asyncio.Event()

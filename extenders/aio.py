@@ -1,0 +1,40 @@
+"""asyncio helpers every long-running loop of a replica shares."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+def cancelling() -> bool:
+    """Whether the current task was asked to stop (a library may have swallowed the CancelledError)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+def raise_if_cancelling() -> None:
+    """Re-raise a cancellation that a library swallowed (Python 3.11's wait_for can lose one in a race).
+
+    The task's pending-cancel count survives the loss, so every long-running loop checks it:
+    a deposed leader's watcher must stop, and ``stop()`` must not wait forever.
+    """
+    if cancelling():
+        raise asyncio.CancelledError()
+
+
+async def cancel_and_wait(task: asyncio.Task[Any], attempts: int = 50, interval: float = 0.2) -> None:
+    """Cancel a task and wait for it, cancelling again if a cancellation was lost on the way."""
+    for _ in range(attempts):
+        if task.done():
+            break
+        task.cancel()
+        await asyncio.wait([task], timeout=interval)
+    if not task.done():
+        log.error("task %s ignores cancellation; abandoning it", task.get_name())
+    elif not task.cancelled():
+        with contextlib.suppress(BaseException):
+            task.result()
