@@ -4,4 +4,5 @@ pytest_plugins = [
     "tests.plugins.redis_server",
     "tests.plugins.servers",
     "tests.plugins.fake_kube",
+    "tests.plugins.e2e_tier",
 ]

@@ -2,13 +2,12 @@
 balancer registered as extenders of a real kube-scheduler, a namespace and fresh nodes per test.
 
 Binaries: ``KUBE_BIN_DIR`` (kube-apiserver, kube-scheduler, optionally etcd), else ``PATH``.
-Without them the tier is skipped with one line naming what is missing, unless
-``EXTENDER_E2E=required`` (as in CI), where a missing binary fails it.
+Without them the tier is left out with one line naming what is missing (tests/plugins/e2e_tier.py),
+unless ``EXTENDER_E2E=required`` (as in CI), where a missing binary fails it.
 """
 
 from __future__ import annotations
 
-import os
 import secrets
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,6 +20,7 @@ import yaml
 from tests.e2e.controlplane import ControlPlane, find_binaries
 from tests.e2e.kube import Kube, wait_for
 from tests.e2e.stack import Stack
+from tests.plugins.e2e_tier import missing_message
 
 REPO = Path(__file__).resolve().parents[2]
 # Gang timing for the tier: the defaults, with a leader lease short enough for the kill test.
@@ -29,13 +29,10 @@ GANG_ENV = {"EXTENDER_GANG_ARRIVAL_LEASE_SECONDS": "3"}
 
 @pytest.fixture(scope="session")
 def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    binaries, missing = find_binaries()
-    if missing:
-        where = f"KUBE_BIN_DIR={os.environ['KUBE_BIN_DIR']}" if os.environ.get("KUBE_BIN_DIR") else "PATH"
-        message = f"end-to-end tier: {', '.join(missing)} not found in {where} (see README, End-to-end tests)"
-        if os.environ.get("EXTENDER_E2E") == "required":
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
+    binaries, _ = find_binaries()
+    message = missing_message()
+    if message is not None:
+        pytest.fail(f"end-to-end tier: {message}", pytrace=False)
     plane = ControlPlane(tmp_path_factory.mktemp("control-plane"), binaries)
     try:
         plane.start()
