@@ -110,7 +110,7 @@ def _churn(snapshot: Snapshot, name: str, iteration: int, affinity: bool, rng: r
     pods = [*old.pods.values(), _pod(rng, f"churn-{iteration}", name, affinity)]
     nodes = dict(snapshot.nodes)
     nodes[name] = NodeInfo.build(name, old.node, pods, old.generation + 1)
-    return Snapshot(nodes=nodes, generation=snapshot.generation + 1)
+    return Snapshot(nodes=nodes, generation=snapshot.generation + 1, sealed=True, summary_seed=snapshot.seed())
 
 
 def main() -> None:

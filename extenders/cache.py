@@ -168,6 +168,7 @@ class SnapshotCache:
             generation=delta.generation,
             podgroups=_merge(old.podgroups, delta.podgroups, _podgroup),
             sealed=True,
+            summary_seed=old.seed(),  # patched for the changed nodes only, as UpdateSnapshot does
         )
 
     async def _full_load(self) -> Snapshot:

@@ -35,7 +35,6 @@ from extenders.plugins.framework import MAX_PRIORITY, SKIP, ConstantScore, Filte
 from extenders.plugins.registry import FILTERS, SCORERS, VETO_SCORERS
 from extenders.policy import Policy
 from extenders.snapshot import Snapshot
-from extenders.snapshot.summary import summary_for
 
 NODE_NOT_FOUND = "node(s) not found in the extender's snapshot"
 _NOT_FOUND = Verdict(False, NODE_NOT_FOUND, unresolvable=True)
@@ -113,6 +112,7 @@ class PreparedPod:
                 pdbs=base.pdbs,
                 generation=base.generation,
                 podgroups=base.podgroups,
+                summary_seed=base.seed(),
             )
         return self._snapshot
 
@@ -247,7 +247,7 @@ def _context(policy: Policy, snapshot: Snapshot | None = None) -> ScoringContext
     return ScoringContext(
         resource_weights=dict(policy.resource_weights),
         hard_pod_affinity_symmetric_weight=policy.hard_pod_affinity_symmetric_weight,
-        summary=summary_for(snapshot) if snapshot is not None else None,
+        summary=snapshot.summary() if snapshot is not None else None,
     )
 
 

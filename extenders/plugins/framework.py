@@ -15,7 +15,7 @@ from typing import Any, Protocol, TypeVar
 
 from extenders.model import NodeInfo, PodInfo
 from extenders.snapshot import Snapshot
-from extenders.snapshot.summary import ClusterSummary, summary_for
+from extenders.snapshot.summary import ClusterSummary
 
 S = TypeVar("S")
 
@@ -82,14 +82,14 @@ class ScoringContext:
 
     resource_weights: dict[str, int]
     hard_pod_affinity_symmetric_weight: int = 1
-    # The snapshot's node-table summary, computed once per call by the engine; scorers fall
-    # back to ``summary_of`` when called without one (tests, tools).
+    # The snapshot's summary, handed over by the engine for the hooks that get no snapshot
+    # (``score_all``); ``summary_of`` reads it, or the snapshot's own when called without one.
     summary: ClusterSummary | None = None
 
 
 def summary_of(snapshot: Snapshot, ctx: ScoringContext) -> ClusterSummary:
-    """``ctx.summary`` when the engine supplied it, else the snapshot's summary."""
-    return ctx.summary if ctx.summary is not None else summary_for(snapshot)
+    """The snapshot's summary, as the engine handed it over (or from the snapshot itself)."""
+    return ctx.summary if ctx.summary is not None else snapshot.summary()
 
 
 ConstantScore = tuple[float, float]  # (raw, normalised): what a ``constant`` hook returns

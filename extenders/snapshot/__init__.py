@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from extenders.model import NodeInfo, PDBInfo, PodGroupInfo, PodInfo
+from extenders.snapshot.summary import ClusterSummary, summarise
 
 
 @dataclass(slots=True)
@@ -21,6 +22,28 @@ class Snapshot:
     # (a change makes a new Snapshot), so what is derived from one may be reused by identity.
     sealed: bool = False
     podgroups: dict[str, PodGroupInfo] = field(default_factory=dict)  # by namespace/name
+    # A summary of an earlier table (the previous snapshot's) to derive this one's from. Only a
+    # summary is kept, never a snapshot, so snapshots never chain each other alive.
+    summary_seed: ClusterSummary | None = field(default=None, repr=False, compare=False)
+    _summary: ClusterSummary | None = field(default=None, init=False, repr=False, compare=False)
+
+    def summary(self) -> ClusterSummary:
+        """The node table's summary (see extenders.snapshot.summary), the one way to reach it.
+
+        A sealed snapshot computes it once; an unsealed one (tests, work copies edited in place)
+        checks its table again on every call and patches what changed.
+        """
+        current = self._summary
+        if current is not None and self.sealed:
+            return current
+        current = summarise(self.nodes.values(), current or self.summary_seed)
+        self._summary = current
+        self.summary_seed = None
+        return current
+
+    def seed(self) -> ClusterSummary | None:
+        """What the next snapshot derives its summary from: this one's, or the one it would derive from."""
+        return self._summary or self.summary_seed
 
     def node(self, name: str) -> NodeInfo | None:
         return self.nodes.get(name)

@@ -4,9 +4,10 @@ Which nodes hold pods with (anti-)affinity terms, which hold a pod with a given 
 label, how many nodes hold an image: kube-scheduler keeps such lists in its snapshot. On
 5000 nodes every such walk costs a millisecond or more (each node is a few cold objects),
 so a summary is kept per node table and reused by every call that sees the same table.
-A table that differs from the last summarised one in a few nodes (as ``SnapshotCache``
-produces: a new dict sharing the unchanged NodeInfo objects) gets the last summary
-patched for those nodes only. Each aggregate is computed lazily, on first use.
+Each snapshot owns its summary (``Snapshot.summary``); the next snapshot, which shares the
+unchanged NodeInfo objects (as ``SnapshotCache`` builds it), gets it patched for the nodes
+that differ, as kube-scheduler's UpdateSnapshot does. Each aggregate is computed lazily, on
+first use.
 
 Reuse is always checked: the node table is compared by NodeInfo identity, each
 NodeInfo's ``version`` (bumped by add_pod/remove_pod) and its NodeFacts object, so a table
@@ -17,14 +18,12 @@ snapshot, so patching never has to touch entries of unchanged nodes.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from itertools import compress, repeat
 from operator import attrgetter, contains, is_not, ne
 from typing import Any, TypeVar
 
 from extenders.model import LabelKey, NodeFacts, NodeInfo
-from extenders.snapshot import Snapshot
 
 T = TypeVar("T")
 NodeTest = Callable[[NodeInfo], bool]
@@ -47,11 +46,10 @@ def _has_affinity(info: NodeInfo) -> bool:
 class ClusterSummary:
     """Aggregates over one node table; immutable once shared except for lazy fills."""
 
-    __slots__ = ("_columns", "_images", "_labels", "_sets", "facts", "infos", "source", "total", "versions")
+    __slots__ = ("_columns", "_images", "_labels", "_sets", "facts", "infos", "total", "versions")
 
     def __init__(self, infos: list[NodeInfo], versions: list[int], facts: list[NodeFacts | None]) -> None:
         self.infos = infos
-        self.source: Snapshot | None = None  # the sealed snapshot this summary was last checked against
         self.versions = versions
         self.facts = facts
         self.total = sum(map(is_not, facts, repeat(None)))  # nodes with a node object
@@ -215,32 +213,19 @@ def _patch_column(
     return values if out is None else out
 
 
-_lock = threading.Lock()
-_last: ClusterSummary | None = None
-
-
-def summary_for(snapshot: Snapshot) -> ClusterSummary:
-    """The summary of ``snapshot``'s node table: the last one if the table is unchanged, else derived."""
-    global _last
-    last = _last
-    if snapshot.sealed and last is not None and last.source is snapshot:
-        return last  # the cache never changes a sealed snapshot: no need to re-check its table
-    nodes = snapshot.nodes.values()
+def summarise(nodes: Iterable[NodeInfo], seed: ClusterSummary | None) -> ClusterSummary:
+    """The summary of a node table: ``seed`` itself when the table is unchanged (same NodeInfo
+    objects, versions and facts), else ``seed`` patched for the nodes that differ, else a new one."""
     infos = list(nodes)
     versions = list(map(_VERSION, infos))
     facts: list[NodeFacts | None] = list(map(_FACTS, infos))
-    if last is not None and last.same_table(infos, versions, facts):
-        summary = last
-    else:
-        summary = last.derive(infos, versions, facts) if last is not None else ClusterSummary(infos, versions, facts)
-    if snapshot.sealed:
-        summary.source = snapshot
-    with _lock:
-        _last = summary
-    return summary
+    if seed is None:
+        return ClusterSummary(infos, versions, facts)
+    if seed.same_table(infos, versions, facts):
+        return seed
+    return seed.derive(infos, versions, facts)
 
 
-def infos_named(snapshot: Snapshot, names: Iterable[str]) -> list[NodeInfo]:
-    """The snapshot's NodeInfo for each name (every name comes from a summary of this table)."""
-    nodes = snapshot.nodes
+def infos_named(nodes: Mapping[str, NodeInfo], names: Iterable[str]) -> list[NodeInfo]:
+    """The table's NodeInfo for each name (every name comes from a summary of this table)."""
     return [nodes[name] for name in names]

@@ -10,7 +10,7 @@ from extenders.model import NodeFacts, NodeInfo, PodInfo, label_key
 from extenders.policy import default_policy
 from extenders.snapshot import Snapshot
 from extenders.snapshot import summary as cluster_summary
-from extenders.snapshot.summary import ClusterSummary, summary_for
+from extenders.snapshot.summary import ClusterSummary
 from tests.gen_cluster import make_node, make_pod, make_snapshot
 
 IMAGES = ("img-a", "img-b", "img-c")
@@ -81,7 +81,7 @@ def test_summary_matches_a_walk_through_random_changes() -> None:
     snapshot = Snapshot(nodes=nodes)
     derived = 0
     for step in range(300):
-        summary = summary_for(snapshot)
+        summary = snapshot.summary()
         assert _observed(summary) == _expected(snapshot), step
         roll = rng.random()
         name = rng.choice(sorted(snapshot.nodes))
@@ -94,7 +94,7 @@ def test_summary_matches_a_walk_through_random_changes() -> None:
         elif roll < 0.7:  # a new snapshot sharing the other nodes, as SnapshotCache builds it
             fresh = dict(snapshot.nodes)
             fresh[name] = NodeInfo.build(name, _facts(rng, name), list(info.pods.values()))
-            snapshot = Snapshot(nodes=fresh)
+            snapshot = Snapshot(nodes=fresh, summary_seed=snapshot.seed())
             derived += 1
         elif roll < 0.8:  # node facts replaced in place
             info.node = _facts(rng, name)
@@ -104,7 +104,7 @@ def test_summary_matches_a_walk_through_random_changes() -> None:
                 del fresh[name]
             else:
                 fresh[f"extra{step}"] = _node(rng, f"extra{step}", serial)
-            snapshot = Snapshot(nodes=fresh)
+            snapshot = Snapshot(nodes=fresh, summary_seed=snapshot.seed())
     assert derived > 30
 
 
@@ -112,10 +112,10 @@ def test_unchanged_table_reuses_the_summary_and_a_change_does_not() -> None:
     rng = random.Random(4)
     serial = [0]
     snapshot = Snapshot(nodes={f"n{i}": _node(rng, f"n{i}", serial) for i in range(10)})
-    first = summary_for(snapshot)
-    assert summary_for(Snapshot(nodes=dict(snapshot.nodes))) is first  # same NodeInfo objects
+    first = snapshot.summary()
+    assert Snapshot(nodes=dict(snapshot.nodes), summary_seed=first).summary() is first  # same NodeInfo objects
     snapshot.nodes["n0"].add_pod(_pod(rng, "late"))
-    assert summary_for(snapshot) is not first
+    assert snapshot.summary() is not first
 
 
 def test_many_changes_start_over_and_stay_right(monkeypatch: Any) -> None:
@@ -123,9 +123,9 @@ def test_many_changes_start_over_and_stay_right(monkeypatch: Any) -> None:
     rng = random.Random(5)
     serial = [0]
     snapshot = Snapshot(nodes={f"n{i}": _node(rng, f"n{i}", serial) for i in range(10)})
-    _observed(summary_for(snapshot))
-    rebuilt = Snapshot(nodes={name: _node(rng, name, serial) for name in snapshot.nodes})
-    assert _observed(summary_for(rebuilt)) == _expected(rebuilt)
+    _observed(snapshot.summary())
+    rebuilt = Snapshot(nodes={name: _node(rng, name, serial) for name in snapshot.nodes}, summary_seed=snapshot.seed())
+    assert _observed(rebuilt.summary()) == _expected(rebuilt)
 
 
 def test_engine_never_serves_a_stale_summary() -> None:
@@ -143,7 +143,7 @@ def test_a_sealed_snapshot_reuses_its_summary_without_a_walk(monkeypatch: Any) -
     rng = random.Random(5)
     serial = [0]
     sealed = Snapshot(nodes={f"n{i}": _node(rng, f"n{i}", serial) for i in range(20)}, sealed=True)
-    first = summary_for(sealed)
+    first = sealed.summary()
     walks: list[int] = []
     original = ClusterSummary.same_table
 
@@ -152,17 +152,17 @@ def test_a_sealed_snapshot_reuses_its_summary_without_a_walk(monkeypatch: Any) -
         return original(self, *args)
 
     monkeypatch.setattr(ClusterSummary, "same_table", counting)
-    assert summary_for(sealed) is first
+    assert sealed.summary() is first
     assert walks == [], "a sealed snapshot seen last time needs no table check"
     # An unsealed snapshot with the same table is still checked (it may have been edited in place).
-    loose = Snapshot(nodes=dict(sealed.nodes))
-    assert summary_for(loose) is first
+    loose = Snapshot(nodes=dict(sealed.nodes), summary_seed=sealed.seed())
+    assert loose.summary() is first
     assert walks == [1]
     # A new sealed snapshot (the cache's next one) is checked once, then reused.
     changed = dict(sealed.nodes)
     changed["n0"] = _node(rng, "n0", serial)
-    nxt = Snapshot(nodes=changed, sealed=True)
-    derived = summary_for(nxt)
+    nxt = Snapshot(nodes=changed, sealed=True, summary_seed=sealed.seed())
+    derived = nxt.summary()
     assert derived is not first
-    assert summary_for(nxt) is derived
+    assert nxt.summary() is derived
     assert len(walks) == 2

@@ -15,8 +15,6 @@ from extenders.plugins.node_resources.terms import resource_rows, resource_terms
 from extenders.plugins.registry import SCORERS
 from extenders.policy import default_policy
 from extenders.snapshot import Snapshot
-from extenders.snapshot import summary as cluster_summary
-from extenders.snapshot.summary import summary_for
 from tests.gen_cluster import build_snapshot, gen_cluster, gen_incoming_pod, make_node, make_pod
 
 WEIGHTS = ({"cpu": 1, "memory": 1}, {"cpu": 2, "memory": 1, "ephemeral-storage": 1}, {"memory": 3})
@@ -41,7 +39,7 @@ def _check(seed: int) -> dict[str, bool]:
         for i, info in enumerate(infos):
             if info.node is not None and i % 2:
                 info.node = dataclasses.replace(info.node, images={"registry/app:1": (i + 1) * 40 * 2**20})
-    ctx = ScoringContext(resource_weights=WEIGHTS[seed % 3], summary=summary_for(snapshot))
+    ctx = ScoringContext(resource_weights=WEIGHTS[seed % 3], summary=snapshot.summary())
     outcome: dict[str, bool] = {}
     for name, priority in SCORERS.items():
         state = priority.prepare(pod, snapshot, infos, ctx)
@@ -78,31 +76,29 @@ def _zone(info: NodeInfo) -> str | None:
 
 
 def test_columns_are_patched_for_changed_nodes_only() -> None:
-    cluster_summary._last = None
     nodes = [make_node(f"n{i}", labels={"zone": f"z{i % 2}"}) for i in range(6)]
     first = Snapshot(nodes={n.name: n for n in nodes})
-    before = summary_for(first).column("zone", _zone)
+    before = first.summary().column("zone", _zone)
     assert before == {f"n{i}": f"z{i % 2}" for i in range(6)}
 
     changed = dict(first.nodes)
     changed["n1"] = NodeInfo.build("n1", NodeFacts(name="n1", labels={"zone": "z9"}), [])
     changed["n2"] = NodeInfo.build("n2", NodeFacts(name="n2", labels={}), [])
     changed["n3"] = NodeInfo.build("n3", None, [])
-    after = summary_for(Snapshot(nodes=changed)).column("zone", _zone)
+    after = Snapshot(nodes=changed, summary_seed=first.seed()).summary().column("zone", _zone)
 
     assert after == {"n0": "z0", "n1": "z9", "n4": "z0", "n5": "z1"}
     assert before == {f"n{i}": f"z{i % 2}" for i in range(6)}  # the old table's column is untouched
 
 
 def test_resource_rows_follow_pods_added_in_place() -> None:
-    cluster_summary._last = None
     node = make_node("n0", allocatable={"cpu": "4", "memory": "8Gi", "pods": "110"})
     snapshot = Snapshot(nodes={"n0": node})
     pod = make_pod("in", requests={"cpu": "1", "memory": "1Gi"})
     terms = resource_terms(pod, {"cpu": 1, "memory": 1}, nonzero=False)
-    assert resource_rows(summary_for(snapshot), terms)["n0"] == (4000, 0, 8 * 2**30, 0)
+    assert resource_rows(snapshot.summary(), terms)["n0"] == (4000, 0, 8 * 2**30, 0)
     node.add_pod(make_pod("old", node_name="n0", requests={"cpu": "2", "memory": "2Gi"}))
-    assert resource_rows(summary_for(snapshot), terms)["n0"] == (4000, 2000, 8 * 2**30, 2 * 2**30)
+    assert resource_rows(snapshot.summary(), terms)["n0"] == (4000, 2000, 8 * 2**30, 2 * 2**30)
     # and the engine scores with the new row: LeastRequested ((4-3)/4 + (8-3)/8) * 10 / 2
     scores = engine.explain(default_policy(), pod, snapshot, ["n0"])["nodes"]["n0"]["priorities"]
     assert scores["LeastRequested"]["raw"] == pytest.approx((2.5 + 6.25) / 2)

@@ -26,7 +26,7 @@ from extenders.model import NodeInfo, PodInfo
 from extenders.plugins.framework import FIT, SKIP, Verdict
 from extenders.snapshot import Snapshot
 from extenders.snapshot.pod_query import PodQuery, term_query
-from extenders.snapshot.summary import infos_named, summary_for
+from extenders.snapshot.summary import infos_named
 
 AFFINITY_NOT_MATCH = "node(s) didn't match pod affinity rules"
 ANTI_AFFINITY_NOT_MATCH = "node(s) didn't match pod anti-affinity rules"
@@ -182,11 +182,13 @@ class InterPodAffinityFilter:
             anti_affinity_queries=_queries(pod, "podAntiAffinity", anti),
         )
         own_terms = bool(affinity or anti)
-        summary = summary_for(snapshot)
+        summary = snapshot.summary()
         # Existing anti-affinity: only nodes with such pods, and of those only the ones with a
         # term that can select the incoming pod's namespace.
         namespace = pod.namespace
-        for node in infos_named(snapshot, summary.names_where(("anti-terms-for", namespace), _anti_test(namespace))):
+        for node in infos_named(
+            snapshot.nodes, summary.names_where(("anti-terms-for", namespace), _anti_test(namespace))
+        ):
             _add_existing(state, pod, node, 1)
         if own_terms:
             # Our own terms: with every term indexed, only nodes holding one of their probe labels.
@@ -197,7 +199,7 @@ class InterPodAffinityFilter:
                 for keys in probes:
                     assert keys is not None
                     names.update(summary.names_with_any_label(keys))
-                visit = infos_named(snapshot, names)
+                visit = infos_named(snapshot.nodes, names)
             for node in visit:
                 _add_own(state, pod, node, 1)
         if not own_terms and not state.existing_anti_counts:

@@ -171,7 +171,7 @@ class InterPodAffinityScorer:
             infos: Iterable[NodeInfo] = (
                 snapshot.nodes.values()
                 if probes is None
-                else infos_named(snapshot, summary.names_with_any_label(probes))
+                else infos_named(snapshot.nodes, summary.names_with_any_label(probes))
             )
             for info in infos:
                 facts = info.node
@@ -182,7 +182,7 @@ class InterPodAffinityScorer:
                     _add(scores, term.topology_key, facts.labels, weight * matching)
         # Existing pods' terms: only nodes holding a term that can select our namespace.
         holders = summary.names_where(("scoring-terms-for", namespace), _terms_test(namespace))
-        for info in infos_named(snapshot, holders):
+        for info in infos_named(snapshot.nodes, holders):
             facts = info.node
             if facts is None or not facts.labels:
                 continue

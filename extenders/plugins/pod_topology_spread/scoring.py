@@ -182,7 +182,7 @@ class TopologySpreadScorer:
             infos: Iterable[NodeInfo] = snapshot.nodes.values()
             if probes is not None:
                 # Only nodes holding a pod with one of the selector's indexed labels can count.
-                infos = infos_named(snapshot, summary.names_with_any_label(probes))
+                infos = infos_named(snapshot.nodes, summary.names_with_any_label(probes))
             key = c.topology_key
             for info in infos:
                 facts = info.node
