@@ -18,6 +18,7 @@ from app.routes import gangs, health, nodes, verbs
 from app.service import Scheduler
 from app.settings import Settings
 from app.state import AppState
+from extenders.binding.service import BindService
 from extenders.gang import DEFAULT_LABELS, GangConfig, GangService, parse_label_pairs
 from extenders.policy import load_policy
 from extenders.runtime import ClusterRuntime, RuntimeConfig
@@ -82,16 +83,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
         state.redis = aredis.Redis(connection_pool=pool)
         state.runtime = ClusterRuntime(state.redis, runtime_config(settings))
-        state.gangs = GangService(
-            state.redis, state.runtime, state.policy, gang_config(settings), replica_id=settings.replica_id
-        )
-        state.scheduler = Scheduler(state.runtime, state.policy, state.gangs)
+        state.gangs = GangService(state.redis, state.runtime, gang_config(settings), replica_id=settings.replica_id)
+        binds = BindService(state.gangs, state.policy)
+        state.scheduler = Scheduler(state.runtime, state.policy, state.gangs, binds)
         await state.runtime.start()
         await state.gangs.start()
+        await binds.start()
         log.info("replica %s serving with Redis prefix %r", settings.replica_id, settings.redis_prefix)
         try:
             yield
         finally:
+            await binds.stop()
             await state.gangs.stop()
             await state.runtime.stop()
             await state.redis.aclose()

@@ -17,6 +17,7 @@ from redis.exceptions import RedisError
 from app.kube_types import Node, Pod
 from app.wire import ExplainArgs, ExtenderArgs, ExtenderBindingArgs, ExtenderPreemptionArgs
 from extenders import engine
+from extenders.binding.service import BindService
 from extenders.gang import GangService
 from extenders.kube.requeue import REFUSAL_WINDOW_SECONDS, REQUEUE_INTERVAL_SECONDS, Requeuer
 from extenders.model import NodeFacts, PodInfo
@@ -61,10 +62,11 @@ def candidate_names(args: ExtenderArgs) -> list[str]:
 class Scheduler:
     """Answers the extender verbs for one replica, over the shared snapshot."""
 
-    def __init__(self, runtime: ClusterRuntime, policy: Policy, gangs: GangService) -> None:
+    def __init__(self, runtime: ClusterRuntime, policy: Policy, gangs: GangService, binds: BindService) -> None:
         self.runtime = runtime
         self.policy = policy
         self.gangs = gangs
+        self.binds = binds
         self.requeuer = Requeuer(runtime.kube) if runtime.kube is not None else None
         self._requeues: set[asyncio.Task[int]] = set()
 
@@ -225,7 +227,7 @@ class Scheduler:
     async def bind(self, args: ExtenderBindingArgs, gone: asyncio.Event | None = None) -> dict[str, Any]:
         """``gone`` is set when the caller disconnects (a held gang member then withdraws)."""
         try:
-            return {"Error": await self.gangs.bind(args.PodNamespace, args.PodName, args.PodUID, args.Node, gone)}
+            return {"Error": await self.binds.bind(args.PodNamespace, args.PodName, args.PodUID, args.Node, gone)}
         except (RedisError, OSError, TimeoutError) as exc:
             # Nothing was bound: the binding is created only after the reservation in Redis succeeded.
             log.warning("bind of %s/%s failed: Redis unavailable: %s", args.PodNamespace, args.PodName, exc)

@@ -4,12 +4,12 @@ Starts a private redis-server, the fake kube-apiserver (tests/fake_kube) and thr
 (``python -m app``); for each gang size, creates the gang's pods, holds all but one member's
 bind call (spread round-robin over the replicas), then times the last member's call until
 every call has answered: ``release_ms``. Needs the app's bind verb wired to
-``extenders.gang.GangService``. Two figures put it in context:
+``extenders.binding.BindService``. Two figures put it in context:
 
 - ``api_only_ms``: the same number of Bindings POSTed straight to the fake API server through
   the extender's own API client (``build_http_client``), 8 at a time, from one process -- what
   creating them costs there, without any gang machinery;
-- ``coordination_ms``: the same release with three GangService instances in this process and
+- ``coordination_ms``: the same release with three BindService instances in this process and
   an API stand-in that binds instantly -- what the gang machinery itself costs (pub/sub wake-up,
   polls, reservation bookkeeping), without the API server.
 
@@ -289,6 +289,7 @@ async def coordination(size: int, redis_url: str) -> float:
     """Seconds from the last arrival to every call answered, three services in-process, instant API."""
     import redis.asyncio as aredis
 
+    from extenders.binding.service import BindService
     from extenders.gang.config import GangConfig
     from extenders.gang.service import GangService
     from extenders.store import Store
@@ -297,12 +298,16 @@ async def coordination(size: int, redis_url: str) -> float:
     prefix = f"coord{secrets.token_hex(3)}"
     kube = RecordingKube()
     clients = [aredis.Redis.from_url(redis_url) for _ in range(3)]
-    services = []
+    services: list[GangService] = []
+    binds: list[BindService] = []
     for i, client in enumerate(clients):
         runtime = LocalRuntime(Store(client, prefix), kube, f"r{i}")  # type: ignore[arg-type]
-        service = GangService(client, runtime, None, GangConfig(window_seconds=120), replica_id=f"r{i}")
+        service = GangService(client, runtime, GangConfig(window_seconds=120), replica_id=f"r{i}")
+        bind_service = BindService(service)
         await service.start()
+        await bind_service.start()
         services.append(service)
+        binds.append(bind_service)
     try:
         pods = [member(f"w-{i}", "job", size) for i in range(size)]
         for pod in pods:
@@ -312,7 +317,7 @@ async def coordination(size: int, redis_url: str) -> float:
 
         def bind(i: int) -> Any:
             meta = pods[i]["metadata"]
-            return services[i % 3].bind("default", meta["name"], meta["uid"], f"n{i // GPUS_PER_NODE}")
+            return binds[i % 3].bind("default", meta["name"], meta["uid"], f"n{i // GPUS_PER_NODE}")
 
         held = [asyncio.create_task(bind(i)) for i in range(size - 1)]
         while True:
@@ -327,7 +332,8 @@ async def coordination(size: int, redis_url: str) -> float:
             raise RuntimeError(f"in-process gang of {size}: {next(e for e in errors if e)}")
         return elapsed
     finally:
-        for service, client in zip(services, clients, strict=True):
+        for service, bind_service, client in zip(services, binds, clients, strict=True):
+            await bind_service.stop()
             await service.stop()
             await client.aclose()
 

@@ -1,6 +1,6 @@
-"""Gang scheduling: membership, filter-time checks, admission and all-or-nothing binding.
+"""Gang rules: membership, filter-time checks, admission, the Lua bookkeeping behind all-or-nothing binding.
 
-``GangService`` (extenders.gang.service) is the facade the HTTP layer wires in.
+``GangService`` (extenders.gang.service) is what the HTTP layer wires in; binding is extenders.binding's.
 """
 
 from extenders.gang.config import DEFAULT_LABELS, GangConfig, parse_label_pairs

@@ -9,6 +9,7 @@ a gang (its members fail filter with the reason) so they never bind one by one b
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -245,3 +246,9 @@ class GangIndexCache:
         self._index = GangIndex(snapshot, self.config, {name: entries for name, (_, entries) in nodes.items()})
         self._snapshot = snapshot
         return self._index
+
+
+def order_score(ref: GangRef, members: GangMembers) -> int:
+    """Admission order: the PodGroup's creation, else the earliest member's, else now (ms)."""
+    stamp = timestamp_ms(ref.created) or members.earliest_creation_ms()
+    return stamp if stamp is not None else int(time.time() * 1000)

@@ -1,11 +1,12 @@
-"""The one object the HTTP layer wires in for gangs and bind: ``GangService``.
+"""Gang rules for the verbs other than bind: ``GangService``.
 
-gangs = GangService(redis, runtime, policy, GangConfig(...))
-await gangs.start()                  # pub/sub listener + upkeep sweep
-error = await gangs.bind(ns, name, uid, node)   # the bind verb ("" = success)
+gangs = GangService(redis, runtime, GangConfig(...))
+await gangs.start()                                    # upkeep sweep + requeue of parked members
 verdict = await gangs.filter(pod, snapshot, passing)   # after the predicates
 await gangs.gang_status(ns, name) / await gangs.list_gangs()
 await gangs.stop()
+
+Binding members (holding their calls until the gang can go) is ``extenders.binding``'s.
 """
 
 from __future__ import annotations
@@ -18,70 +19,46 @@ import redis.asyncio as aredis
 from redis.exceptions import RedisError
 
 from extenders.aio import cancel_and_wait, cancelling
-from extenders.binder import Binder, BindRuntime, BindTarget, FitCheck, capacity_fit, policy_fit
+from extenders.binding.binder import BindRuntime
 from extenders.gang.config import GangConfig
-from extenders.gang.coordinator import BindCoordinator, order_score
 from extenders.gang.filter import GangVerdict, capacity_shortfall
-from extenders.gang.membership import GangIndexCache, GangMembers, GangOf, gang_of_for, gang_ref
+from extenders.gang.membership import GangIndexCache, GangMembers, GangOf, gang_of_for, gang_ref, order_score
 from extenders.gang.nudger import Nudger
 from extenders.gang.state import FilterState, FilterStatus, GangStore
 from extenders.gang.status import gang_document
-from extenders.gang.waiters import GangEvents, Waiters
 from extenders.kube.requeue import Requeuer
 from extenders.model import PodInfo
-from extenders.policy import Policy
 from extenders.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 
 
 class GangService:
+    """Filter's gang check, parked members and their requeue, upkeep, status documents."""
+
     def __init__(
         self,
         redis: aredis.Redis,
         runtime: BindRuntime,
-        policy: Policy | None = None,
         config: GangConfig | None = None,
         *,
         replica_id: str | None = None,
-        fit: FitCheck | None = None,
     ) -> None:
         self.config = config or GangConfig()
         self.runtime = runtime
         self.redis = redis
         self.replica_id = replica_id or str(getattr(runtime, "replica_id", "") or "replica")
         self.store = GangStore(redis, runtime.store.prefix, self.config)
-        if fit is None:
-            fit = policy_fit(policy) if policy is not None else capacity_fit
-        self.binder = Binder(
-            runtime,
-            fit,
-            assumed_ttl_seconds=self.config.assumed_ttl_seconds,
-            cas_retries=self.config.cas_retries,
-            api_concurrency=self.config.api_bind_concurrency,
-        )
-        self.waiters = Waiters(self.store, self.config)
+        self.index = GangIndexCache(self.config)
         kube = runtime.kube
         self.nudger = (
             Nudger(self.store, Requeuer(kube), self.config.sweep_interval_seconds) if kube is not None else None
-        )
-        self.events = GangEvents(
-            redis,
-            self.store.channel,
-            self.waiters,
-            self.store.nudge_channel,
-            self.nudger.wake if self.nudger is not None else None,
-        )
-        self.index = GangIndexCache(self.config)
-        self.coordinator = BindCoordinator(
-            self.binder, self.store, self.waiters, self.config, self.replica_id, self.index
         )
         self._tasks: list[asyncio.Task[None]] = []
 
     # --- lifecycle -----------------------------------------------------------------------------
 
     async def start(self) -> None:
-        self._tasks.append(asyncio.create_task(self.events.run(), name="gang-pubsub"))
         self._tasks.append(asyncio.create_task(self._sweep_loop(), name="gang-sweep"))
         if self.nudger is not None:
             self._tasks.append(asyncio.create_task(self.nudger.run(), name="gang-nudger"))
@@ -91,7 +68,6 @@ class GangService:
         for task in self._tasks:
             await cancel_and_wait(task)
         self._tasks.clear()
-        await self.waiters.stop()
 
     async def _sweep_loop(self) -> None:
         while True:
@@ -104,24 +80,6 @@ class GangService:
                 if cancelling():
                     raise asyncio.CancelledError from exc  # stopping: the client turned it into an error
                 log.warning("gang sweep failed: %s", exc)
-
-    # --- the bind verb -------------------------------------------------------------------------
-
-    async def bind(self, namespace: str, name: str, uid: str, node: str, gone: asyncio.Event | None = None) -> str:
-        """The bind verb: "" on success, else the text for the answer's ``Error``. ``gone``: set
-        when the caller stops waiting (see BindCoordinator.bind)."""
-        target = BindTarget(namespace, name, uid, node)
-        try:
-            snapshot = await self.runtime.snapshot()
-            resolved = await self.binder.resolve(target, snapshot)
-        except (RedisError, OSError) as exc:
-            return f"cannot bind {target.key}: cluster snapshot unavailable (Redis: {exc})"
-        if resolved.error or resolved.pod is None or resolved.bound_to:
-            return await self.binder.bind(target, resolved)
-        ref = gang_ref(resolved.pod, snapshot.podgroups, self.config)
-        if ref is None or not ref.is_gang:
-            return await self.binder.bind(target, resolved)
-        return await self.coordinator.bind(target, resolved.pod, ref, gone)
 
     # --- filter --------------------------------------------------------------------------------
 

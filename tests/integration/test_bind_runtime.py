@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import redis.asyncio as aredis
 
+from extenders.binding.service import BindService
 from extenders.gang.config import GangConfig
 from extenders.gang.service import GangService
 from extenders.policy import default_policy
@@ -23,9 +24,10 @@ pytestmark = pytest.mark.integration
 
 
 class Replica:
-    def __init__(self, runtime: ClusterRuntime, gangs: GangService, client: aredis.Redis) -> None:
+    def __init__(self, runtime: ClusterRuntime, gangs: GangService, binds: BindService, client: aredis.Redis) -> None:
         self.runtime = runtime
         self.gangs = gangs
+        self.binds = binds
         self.client = client
 
 
@@ -38,12 +40,15 @@ async def replicas(fake_kube: FakeKube, redis_url: str, redis_prefix: str) -> As
             prefix=redis_prefix, replica_id=f"r{i}", kube_mode="on", kube_url=fake_kube.url, kube_token=fake_kube.token
         )
         runtime = ClusterRuntime(client, config)
-        gangs = GangService(client, runtime, default_policy(), GangConfig(window_seconds=5, poll_interval_seconds=0.1))
+        gangs = GangService(client, runtime, GangConfig(window_seconds=5, poll_interval_seconds=0.1))
+        binds = BindService(gangs, default_policy())
         await runtime.start()
         await gangs.start()
-        out.append(Replica(runtime, gangs, client))
+        await binds.start()
+        out.append(Replica(runtime, gangs, binds, client))
     yield out
     for r in out:
+        await r.binds.stop()
         await r.gangs.stop()
         await r.runtime.stop()
         await r.client.aclose()
@@ -95,7 +100,7 @@ async def test_gang_binds_through_the_api_only_when_complete(fake_kube: FakeKube
         fake_kube, replicas, [gpu_node("n1", 4), gpu_node("n2", 4)], [gang_pod(f"g-{i}", "g", 8) for i in range(8)]
     )
     held = [
-        asyncio.create_task(replicas[i % 3].gangs.bind(*args(p, "n1" if i % 2 else "n2")))
+        asyncio.create_task(replicas[i % 3].binds.bind(*args(p, "n1" if i % 2 else "n2")))
         for i, p in enumerate(pods[:7])
     ]
 
@@ -106,7 +111,7 @@ async def test_gang_binds_through_the_api_only_when_complete(fake_kube: FakeKube
     await eventually(seven)
     assert all(node_of(fake_kube, f"g-{i}") == "" for i in range(8))
     assert fake_kube.requests("bind", "pods") == 0
-    assert await replicas[2].gangs.bind(*args(pods[7], "n1")) == ""
+    assert await replicas[2].binds.bind(*args(pods[7], "n1")) == ""
     assert await asyncio.wait_for(asyncio.gather(*held), 5) == [""] * 7
     assert sorted(node_of(fake_kube, f"g-{i}") for i in range(8)) == ["n1"] * 4 + ["n2"] * 4
 
@@ -122,7 +127,7 @@ async def test_gang_binds_through_the_api_only_when_complete(fake_kube: FakeKube
 
 async def test_plain_binds_race_for_the_last_gpu_through_the_api(fake_kube: FakeKube, replicas: list[Replica]) -> None:
     pods = await create(fake_kube, replicas, [gpu_node("n1", 1)], [gang_pod(f"p-{i}", None) for i in range(3)])
-    results = await asyncio.gather(*(replicas[i].gangs.bind(*args(p, "n1")) for i, p in enumerate(pods)))
+    results = await asyncio.gather(*(replicas[i].binds.bind(*args(p, "n1")) for i, p in enumerate(pods)))
     assert results.count("") == 1
     assert all(r == "" or f"Insufficient {GPU}" in r for r in results)
     assert sum(1 for i in range(3) if node_of(fake_kube, f"p-{i}") == "n1") == 1
@@ -133,22 +138,22 @@ async def test_bind_retries_and_api_conflicts(fake_kube: FakeKube, replicas: lis
     a, b, c = await create(
         fake_kube, replicas, [gpu_node("n1"), gpu_node("n2")], [gang_pod(n, None) for n in ("a", "b", "c")]
     )
-    assert await replicas[0].gangs.bind(*args(a, "n1")) == ""
-    assert await replicas[1].gangs.bind(*args(a, "n1")) == ""  # 409 for the same node: success
-    assert "already bound to node n1" in await replicas[2].gangs.bind(*args(a, "n2"))
+    assert await replicas[0].binds.bind(*args(a, "n1")) == ""
+    assert await replicas[1].binds.bind(*args(a, "n1")) == ""  # 409 for the same node: success
+    assert "already bound to node n1" in await replicas[2].binds.bind(*args(a, "n2"))
     # Bound behind our back (another scheduler), not yet in our snapshot: the API's 409 tells.
     fake_kube.client.bind("b", "n2", uid=b["metadata"]["uid"])
-    error = await replicas[0].gangs.bind(*args(b, "n1"))
+    error = await replicas[0].binds.bind(*args(b, "n1"))
     assert "already bound to node n2" in error
     # Deleted after kube-scheduler picked it: pod gone, the reservation is forgotten again.
     fake_kube.client.delete("Pod", "c")
-    error = await replicas[1].gangs.bind(*args(c, "n1"))
+    error = await replicas[1].binds.bind(*args(c, "n1"))
     assert "not found" in error
     snap = await replicas[1].runtime.snapshot()
     assert c["metadata"]["uid"] not in snap.nodes["n1"].pods
     # Recreated under the same name: the old uid is refused.
     fresh = fake_kube.client.create(gang_pod("c", None))
-    error = await replicas[2].gangs.bind(*args(c, "n1"))
+    error = await replicas[2].binds.bind(*args(c, "n1"))
     assert "uid" in error
     assert node_of(fake_kube, "c") == ""
     assert fresh["metadata"]["uid"] != c["metadata"]["uid"]

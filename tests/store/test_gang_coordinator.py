@@ -1,4 +1,5 @@
-"""GangService in-process: three "replicas" (own Redis clients) over one real Redis, a recording API."""
+"""GangService and BindService in-process: three "replicas" (own Redis clients) over one real Redis,
+a recording API."""
 
 from __future__ import annotations
 
@@ -10,28 +11,54 @@ from typing import Any
 import pytest
 import redis.asyncio as aredis
 
+from extenders.binding.service import BindService
 from extenders.gang.config import GangConfig
 from extenders.gang.service import GangService
 from extenders.model import PodInfo
 from extenders.store import Op, Store
 from tests.gang_support import GPU, LocalRuntime, RecordingKube, apply, gpu_node, member, seed
 
-Factory = Callable[..., Awaitable[list[GangService]]]
+
+class Replica:
+    """One replica's gang rules and bind verb, as the app wires them."""
+
+    def __init__(self, gangs: GangService, binds: BindService) -> None:
+        self.gangs = gangs
+        self.binds = binds
+        self.runtime = gangs.runtime
+        self.events = binds.events
+        self._tasks = binds._tasks  # the pub/sub listener first (a test stops it)
+        self.bind = binds.bind
+        self.filter = gangs.filter
+        self.gang_status = gangs.gang_status
+        self.release_orphan = gangs.release_orphan
+
+    async def start(self) -> None:
+        await self.gangs.start()
+        await self.binds.start()
+
+    async def stop(self) -> None:
+        await self.binds.stop()
+        await self.gangs.stop()
+
+
+Factory = Callable[..., Awaitable[list[Replica]]]
 
 
 @pytest.fixture
 async def replicas(redis_url: str, redis_prefix: str) -> AsyncIterator[Factory]:
-    started: list[tuple[GangService, aredis.Redis]] = []
+    started: list[tuple[Replica, aredis.Redis]] = []
     kube = RecordingKube()
 
-    async def _start(n: int = 3, **config: Any) -> list[GangService]:
+    async def _start(n: int = 3, **config: Any) -> list[Replica]:
         settings: dict[str, Any] = {"poll_interval_seconds": 0.1, "sweep_interval_seconds": 0.2}
         settings.update(config)
         out = []
         for i in range(n):
             client = aredis.Redis.from_url(redis_url)
             runtime = LocalRuntime(Store(client, redis_prefix), kube, f"r{i}")  # type: ignore[arg-type]
-            service = GangService(client, runtime, None, GangConfig(**settings), replica_id=f"r{i}")
+            gangs = GangService(client, runtime, GangConfig(**settings), replica_id=f"r{i}")
+            service = Replica(gangs, BindService(gangs))
             await service.start()
             started.append((service, client))
             out.append(service)
@@ -50,7 +77,7 @@ def kube_of(factory: Factory) -> RecordingKube:
 
 
 async def setup(
-    services: list[GangService], kube: RecordingKube, nodes: list[dict[str, Any]], pods: list[dict[str, Any]]
+    services: list[Replica], kube: RecordingKube, nodes: list[dict[str, Any]], pods: list[dict[str, Any]]
 ) -> None:
     for p in pods:
         kube.add(p)
@@ -320,7 +347,7 @@ async def test_a_restarted_job_does_not_bind_its_new_pods_one_at_a_time(replicas
 
 
 async def test_binder_with_no_cas_retries_still_tries_once(redis_async: aredis.Redis, redis_prefix: str) -> None:
-    from extenders.binder import Binder
+    from extenders.binding.binder import Binder
 
     store = Store(redis_async, redis_prefix)
     pod = member("p", None)
@@ -333,7 +360,7 @@ async def test_binder_with_no_cas_retries_still_tries_once(redis_async: aredis.R
 async def test_a_reservation_lost_while_queued_for_an_api_slot_is_not_bound(
     redis_async: aredis.Redis, redis_prefix: str
 ) -> None:
-    from extenders.binder import Binder, BindTarget
+    from extenders.binding.binder import Binder, BindTarget
 
     class SlowKube(RecordingKube):
         async def bind_pod(self, namespace: str, name: str, uid: str, node: str) -> Any:

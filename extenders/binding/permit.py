@@ -13,28 +13,23 @@ import asyncio
 import contextlib
 import logging
 import secrets
-import time
 
 from redis.exceptions import RedisError
 
 from extenders.aio import cancel_and_wait
-from extenders.binder import Binder, BindTarget
+from extenders.binding.binder import Binder, BindTarget
+from extenders.binding.waiters import DoneBatcher, Outcome, Waiters, WaitResult
 from extenders.gang.config import GangConfig
-from extenders.gang.membership import GangIndexCache, GangMembers, GangRef, timestamp_ms
+from extenders.gang.membership import GangIndexCache, GangRef, order_score
 from extenders.gang.state import ArriveResult, ArriveStatus, GangStore
-from extenders.gang.waiters import DoneBatcher, Outcome, Waiters, WaitResult
 from extenders.model import PodInfo
 
 log = logging.getLogger(__name__)
 
 
-def order_score(ref: GangRef, members: GangMembers) -> int:
-    """Admission order: the PodGroup's creation, else the earliest member's, else now (ms)."""
-    stamp = timestamp_ms(ref.created) or members.earliest_creation_ms()
-    return stamp if stamp is not None else int(time.time() * 1000)
+class GangPermit:
+    """Holds gang members' bind calls until their gang can go, then lets each bind its pod."""
 
-
-class BindCoordinator:
     def __init__(
         self,
         binder: Binder,

@@ -1,0 +1,76 @@
+"""The bind verb for every pod: ``BindService``.
+
+binds = BindService(gangs, policy)
+await binds.start()                                      # pub/sub: wakes held calls (and requeues)
+error = await binds.bind(ns, name, uid, node, gone)      # "" = bound
+await binds.stop()
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from redis.exceptions import RedisError
+
+from extenders.aio import cancel_and_wait
+from extenders.binding.binder import Binder, BindTarget, FitCheck, capacity_fit, policy_fit
+from extenders.binding.permit import GangPermit
+from extenders.binding.waiters import GangEvents, Waiters
+from extenders.gang.membership import gang_ref
+from extenders.gang.service import GangService
+from extenders.policy import Policy
+
+
+class BindService:
+    """A plain pod is validated, reserved and bound at once; a gang member is held (GangPermit)."""
+
+    def __init__(self, gangs: GangService, policy: Policy | None = None, *, fit: FitCheck | None = None) -> None:
+        config = gangs.config
+        self.gangs = gangs
+        self.runtime = gangs.runtime
+        if fit is None:
+            fit = policy_fit(policy) if policy is not None else capacity_fit
+        self.binder = Binder(
+            self.runtime,
+            fit,
+            assumed_ttl_seconds=config.assumed_ttl_seconds,
+            cas_retries=config.cas_retries,
+            api_concurrency=config.api_bind_concurrency,
+        )
+        self.waiters = Waiters(gangs.store, config)
+        nudger = gangs.nudger
+        self.events = GangEvents(
+            gangs.redis,
+            gangs.store.channel,
+            self.waiters,
+            gangs.store.nudge_channel,
+            nudger.wake if nudger is not None else None,
+        )
+        self.permit = GangPermit(self.binder, gangs.store, self.waiters, config, gangs.replica_id, gangs.index)
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        self._tasks.append(asyncio.create_task(self.events.run(), name="gang-pubsub"))
+
+    async def stop(self) -> None:
+        # cancel_and_wait re-cancels: redis-py can swallow a cancellation (Python 3.11's wait_for).
+        for task in self._tasks:
+            await cancel_and_wait(task)
+        self._tasks.clear()
+        await self.waiters.stop()
+
+    async def bind(self, namespace: str, name: str, uid: str, node: str, gone: asyncio.Event | None = None) -> str:
+        """The bind verb: "" on success, else the text for the answer's ``Error``. ``gone``: set
+        when the caller stops waiting (see GangPermit.bind)."""
+        target = BindTarget(namespace, name, uid, node)
+        try:
+            snapshot = await self.runtime.snapshot()
+            resolved = await self.binder.resolve(target, snapshot)
+        except (RedisError, OSError) as exc:
+            return f"cannot bind {target.key}: cluster snapshot unavailable (Redis: {exc})"
+        if resolved.error or resolved.pod is None or resolved.bound_to:
+            return await self.binder.bind(target, resolved)
+        ref = gang_ref(resolved.pod, snapshot.podgroups, self.gangs.config)
+        if ref is None or not ref.is_gang:
+            return await self.binder.bind(target, resolved)
+        return await self.permit.bind(target, resolved.pod, ref, gone)
