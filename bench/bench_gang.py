@@ -232,7 +232,11 @@ class Bench:
         failed = [e for e in errors if e]
         if failed:
             raise RuntimeError(f"gang of {size}: {len(failed)} binds failed, e.g. {failed[0]}")
-        cpu = {k: (cpu1[k] - v) * 1000 for k, v in cpu0.items() if v is not None and cpu1[k] is not None}
+        cpu = {
+            k: (after - before) * 1000
+            for k, before in cpu0.items()
+            if before is not None and (after := cpu1[k]) is not None
+        }
         return {"release_s": release, "arrival_phase_s": arrival_phase, "cpu_ms": cpu}
 
     async def api_only(self, size: int, run: int) -> float:

@@ -90,10 +90,6 @@ class SnapshotCache:
         """The last snapshot, without asking Redis (may be stale)."""
         return self._snapshot
 
-    def invalidate(self) -> None:
-        """Force the next refresh to load everything (e.g. after the store was wiped)."""
-        self._loaded = False
-
     async def refresh(self) -> Snapshot:
         """The snapshot as of now; callers that arrive during a refresh share its result."""
         inflight = self._inflight

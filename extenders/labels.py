@@ -234,10 +234,6 @@ def compile_node_selector(selector: Mapping[str, Any] | None) -> NodeMatcher:
     return compile_node_selector_terms(selector.get("nodeSelectorTerms") or [])
 
 
-def node_selector_matches(selector: Mapping[str, Any] | None, node_name: str, labels: Mapping[str, str]) -> bool:
-    return compile_node_selector(selector)(node_name, labels)
-
-
 def compile_map_selector(selector: Mapping[str, str] | None) -> LabelMatcher:
     """A plain ``key: value`` map (pod.spec.nodeSelector); empty matches everything."""
     if not selector:
@@ -379,13 +375,6 @@ def required_pod_affinity_terms(affinity: Mapping[str, Any] | None, kind: str) -
     """Required terms of ``podAffinity`` or ``podAntiAffinity`` (``kind``) from a pod's affinity."""
     section = (affinity or {}).get(kind) or {}
     terms: list[dict[str, Any]] = section.get("requiredDuringSchedulingIgnoredDuringExecution") or []
-    return terms
-
-
-def preferred_pod_affinity_terms(affinity: Mapping[str, Any] | None, kind: str) -> list[dict[str, Any]]:
-    """Weighted preferred terms (``{"weight", "podAffinityTerm"}``) of ``podAffinity``/``podAntiAffinity``."""
-    section = (affinity or {}).get(kind) or {}
-    terms: list[dict[str, Any]] = section.get("preferredDuringSchedulingIgnoredDuringExecution") or []
     return terms
 
 

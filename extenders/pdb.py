@@ -56,11 +56,6 @@ class DisruptionBudgets:
             if matcher is not None:
                 self._by_namespace.setdefault(pdb.namespace, []).append([matcher, pdb.disruptions_allowed])
 
-    def copy(self) -> DisruptionBudgets:
-        out = DisruptionBudgets(())
-        out._by_namespace = {ns: [[m, n] for m, n in entries] for ns, entries in self._by_namespace.items()}
-        return out
-
     def charge(self, pod: PodInfo) -> bool:
         """Count ``pod`` as evicted; True when that violates one of its PDBs.
 

@@ -277,9 +277,6 @@ class Store:
     async def put_node(self, epoch: int, facts: NodeFacts) -> int:
         return await self.apply(epoch, [Op.node(facts)])
 
-    async def remove_node(self, epoch: int, name: str) -> int:
-        return await self.apply(epoch, [Op.delete_node(name)])
-
     async def mark_synced(self, epoch: int, marker: str) -> int:
         return await self.apply(epoch, [Op.synced(marker)])
 
@@ -323,11 +320,6 @@ class Store:
     async def compact(self, upto_generation: int) -> int:
         """Drop tombstones up to a generation; returns the floor (replicas older than it reload)."""
         return int(await self._run("compact", int(upto_generation)))
-
-    async def compact_older_than(self, keep_generations: int) -> int:
-        """Compact all but the last ``keep_generations`` generations' tombstones."""
-        gen = await self.generation()
-        return await self.compact(max(0, gen - keep_generations))
 
     # --- the leader lease ----------------------------------------------------------------------
 

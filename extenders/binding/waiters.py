@@ -62,9 +62,6 @@ class Waiters:
         self.config = config
         self._gangs: dict[str, _Gang] = {}
 
-    def held_count(self) -> int:
-        return sum(len(g.held) for g in self._gangs.values())
-
     async def wait(self, gang: str, uid: str, token: str, timeout: float) -> WaitResult:
         """Block until the gang is permitted or rejected, or this arrival is lost."""
         loop = asyncio.get_running_loop()

@@ -58,22 +58,19 @@ SKIP = _Skip()
 
 
 class FilterPlugin(Protocol[S]):
+    """``prepare`` and ``check``, and one optional hook found once at registration:
+
+    ``adjust(state, pod, old, new) -> state``, for a filter whose prepared state depends on other
+    nodes' pods (PreFilterExtensions): the state as it would be had ``prepare`` seen ``new`` in
+    place of ``old`` (the same node with pods removed or added, e.g. preemption victims), without
+    rescanning the snapshot. Filters without it have node-independent state.
+    """
+
     def prepare(self, pod: PodInfo, snapshot: Snapshot) -> S:
         """Per-pod state computed over the whole snapshot (or SKIP)."""
         ...
 
     def check(self, pod: PodInfo, node: NodeInfo, state: S) -> Verdict: ...
-
-
-class AdjustableFilter(FilterPlugin[S], Protocol[S]):
-    """A filter whose prepared state depends on other nodes' pods (PreFilterExtensions).
-
-    ``adjust`` returns the state as it would be had ``prepare`` seen ``new`` in place of ``old``
-    (the same node with pods removed or added, e.g. preemption victims), without rescanning the
-    snapshot. Filters without it have node-independent state.
-    """
-
-    def adjust(self, state: S, pod: PodInfo, old: NodeInfo | None, new: NodeInfo) -> S: ...
 
 
 @dataclass(slots=True, frozen=True)

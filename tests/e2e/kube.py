@@ -30,10 +30,10 @@ def _check(resp: httpx.Response, ok: Iterable[int] = (200, 201, 202)) -> dict[st
     return resp.json() if resp.content else {}
 
 
-def wait_for(check: Callable[[], T], timeout: float, what: str, interval: float = 0.25) -> T:
+def wait_for(check: Callable[[], T | None], timeout: float, what: str, interval: float = 0.25) -> T:
     """``check()``'s first truthy answer; TimeoutError naming ``what`` and the last answer otherwise."""
     deadline = time.monotonic() + timeout
-    last: T = check()
+    last: T | None = check()
     while not last:
         if time.monotonic() > deadline:
             raise TimeoutError(f"{what} not within {timeout:.0f}s (last: {last!r})")

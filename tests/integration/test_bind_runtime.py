@@ -4,8 +4,7 @@ the fake kube-apiserver), one real Redis, Bindings created through the API."""
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -19,6 +18,7 @@ from extenders.runtime import ClusterRuntime, RuntimeConfig
 from tests.fake_kube.client import make_pod
 from tests.gang_support import GANG_LABEL, GANG_MIN, GPU, gpu_node
 from tests.plugins.fake_kube import FakeKube
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -58,13 +58,6 @@ def gang_pod(name: str, gang: str | None, minimum: int | None = None, gpus: int 
     labels = {GANG_LABEL: gang} if gang else {}
     annotations = {GANG_MIN: str(minimum)} if minimum else None
     return make_pod(name, labels=labels, annotations=annotations, extra_requests={GPU: str(gpus)})
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not await check():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.05)
 
 
 async def create(

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
@@ -20,6 +19,7 @@ from tests.fake_kube.client import make_pod
 from tests.gang_support import GANG_LABEL, GANG_MIN, GPU, gpu_node
 from tests.plugins.fake_kube import FakeKube
 from tests.plugins.servers import ServerProcess, StartServer
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -98,13 +98,6 @@ class Cluster:
 
         await eventually(synced, 20)
         return created
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not await check():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.05)
 
 
 def gang_pod(name: str, namespace: str, gang: str | None, minimum: int | None = None) -> Json:
@@ -293,6 +286,6 @@ async def test_a_held_call_whose_caller_hangs_up_withdraws_its_arrival(start_clu
     assert await c.gpus_requested(2, "g6-n1") == 1  # w-1's reservation only
     assert c.kube.requests("bind", "pods") == 0 and not held.done()
     # kube-scheduler retries w-0; with w-2 the gang is complete and all three bind.
-    assert await asyncio.gather(c.bind(0, pods[0], "g6-n1"), c.bind(2, pods[2], "g6-n1")) == ["", ""]
+    assert list(await asyncio.gather(c.bind(0, pods[0], "g6-n1"), c.bind(2, pods[2], "g6-n1"))) == ["", ""]
     assert await asyncio.wait_for(held, 5) == ""
     assert [c.node_of(p) for p in pods] == ["g6-n1"] * 3

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -19,6 +18,7 @@ from extenders.store import Store
 from extenders.watcher import Watcher
 from tests.fake_kube.client import make_node, make_pdb, make_pod, make_podgroup
 from tests.plugins.fake_kube import FakeKube, StartFakeKube
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -59,22 +59,6 @@ async def feed(kube: KubeClient, redis_async: aredis.Redis, redis_prefix: str) -
     f = Feed(kube, Store(redis_async, redis_prefix))
     yield f
     await f.stop()
-
-
-async def eventually(check: Callable[[], Any], timeout: float = 10.0) -> Any:
-    """Retry an async check until it returns a truthy value (or raise its last assertion)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            result = await check()
-            if result:
-                return result
-        except AssertionError:
-            if time.monotonic() > deadline:
-                raise
-        if time.monotonic() > deadline:
-            raise TimeoutError("condition not reached")
-        await asyncio.sleep(0.05)
 
 
 def expected_requests(fake: FakeKube) -> dict[str, tuple[int, int]]:

@@ -19,8 +19,8 @@ from extenders.model import NodeFacts
 from extenders.store import Store
 from extenders.watcher import Watcher
 from tests.fake_kube.client import make_node, make_pod, make_podgroup
-from tests.integration.test_snapshot_watcher import eventually
 from tests.plugins.fake_kube import FakeKube
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.integration
 

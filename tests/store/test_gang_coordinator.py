@@ -17,6 +17,7 @@ from extenders.gang.service import GangService
 from extenders.model import PodInfo
 from extenders.store import Op, Store
 from tests.gang_support import GPU, LocalRuntime, RecordingKube, apply, gpu_node, member, seed
+from tests.waiting import eventually
 
 
 class Replica:
@@ -375,7 +376,12 @@ async def test_a_reservation_lost_while_queued_for_an_api_slot_is_not_bound(
     await seed(store, [gpu_node("n1")], [first, second, third])
     binder = Binder(LocalRuntime(store, kube), assumed_ttl_seconds=0.6, api_concurrency=1)  # type: ignore[arg-type]
     calls = [asyncio.create_task(binder.bind(BindTarget(*target(p, "n1")))) for p in (first, second, third)]
-    await asyncio.sleep(0.15)
+    uids = {p["metadata"]["uid"] for p in (first, second, third)}
+
+    async def all_reserved() -> bool:
+        return uids <= set(await store.assumed_pods())
+
+    await eventually(all_reserved, 0.3)  # all three reserved; the first holds the only API slot
     await store.forget_pod(third["metadata"]["uid"])  # its reservation expires while it queues
     results = await asyncio.gather(*calls)
     assert results[:2] == ["", ""]
