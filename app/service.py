@@ -16,7 +16,7 @@ from redis.exceptions import RedisError
 
 from app.kube_types import Node, Pod
 from app.wire import ExplainArgs, ExtenderArgs, ExtenderBindingArgs, ExtenderPreemptionArgs
-from extenders import engine
+from extenders import convert, engine
 from extenders.binding.service import BindService
 from extenders.gang import GangService
 from extenders.kube.requeue import REFUSAL_WINDOW_SECONDS, REQUEUE_INTERVAL_SECONDS, Requeuer
@@ -41,7 +41,7 @@ class SnapshotUnavailable(Exception):
 def pod_info(pod: Pod) -> PodInfo:
     """The scheduling view of a wire pod; bad quantities are the caller's fault (4xx)."""
     try:
-        return PodInfo.from_k8s(pod.as_json())
+        return convert.pod_info(pod.as_json())
     except (QuantityError, ValueError, TypeError) as exc:
         raise BadRequest(f"Pod: {exc}") from exc
 
@@ -85,7 +85,7 @@ class Scheduler:
         changed: list[NodeFacts] = []
         for item in node_objects:
             try:
-                facts = NodeFacts.from_k8s(item.model_dump(exclude_none=True))
+                facts = convert.node_facts(item.model_dump(exclude_none=True))
             except (QuantityError, ValueError, TypeError) as exc:
                 raise BadRequest(f"Nodes.items[{item.metadata.name}]: {exc}") from exc
             info = known.get(facts.name)

@@ -40,7 +40,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from app.embedded_redis import EmbeddedRedis  # noqa: E402
-from extenders.model import NodeFacts, PodInfo  # noqa: E402
+from extenders.convert import node_facts, pod_info  # noqa: E402
 from extenders.store import Op, Store  # noqa: E402
 from tests.plugins.servers import ServerProcess  # noqa: E402
 
@@ -172,15 +172,15 @@ async def write_ops(store: Store, epoch: int, ops: list[Op]) -> int:
 
 
 async def load_cluster(store: Store, epoch: int, nodes: list[Json], pods: list[PodSpec]) -> int:
-    ops = [Op.node(NodeFacts.from_k8s(n)) for n in nodes]
-    ops += [Op.pod(PodInfo.from_k8s(pod_object(p, with_affinity=False))) for p in pods]
+    ops = [Op.node(node_facts(n)) for n in nodes]
+    ops += [Op.pod(pod_info(pod_object(p, with_affinity=False))) for p in pods]
     return await write_ops(store, epoch, ops)
 
 
 async def add_affinity(store: Store, epoch: int, pods: list[PodSpec]) -> tuple[int, int]:
     """Rewrite the anti-affinity pods with their term; returns (generation, pods changed)."""
     changed = [p for p in pods if p.anti_affinity]
-    ops = [Op.pod(PodInfo.from_k8s(pod_object(p, with_affinity=True))) for p in changed]
+    ops = [Op.pod(pod_info(pod_object(p, with_affinity=True))) for p in changed]
     return await write_ops(store, epoch, ops), len(changed)
 
 

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.embedded_redis import EmbeddedRedis
 from extenders.cache import SnapshotCache
-from extenders.model import NodeFacts, PodInfo
+from extenders.convert import node_facts, pod_info
 from extenders.store import Op, Store
 
 BATCH = 500
@@ -103,8 +103,8 @@ async def run(url: str, nodes: int, pods: int, steady: int) -> dict[str, Any]:
     epoch = lease.epoch
 
     node_names = [f"node-{i:05d}" for i in range(nodes)]
-    ops: list[Op] = [Op.node(NodeFacts.from_k8s(node_object(i))) for i in range(nodes)]
-    ops += [Op.pod(PodInfo.from_k8s(pod_object(j, node_names[j % nodes]))) for j in range(pods)]
+    ops: list[Op] = [Op.node(node_facts(node_object(i))) for i in range(nodes)]
+    ops += [Op.pod(pod_info(pod_object(j, node_names[j % nodes]))) for j in range(pods)]
     record_bytes = sum(len(op.payload) for op in ops)
 
     started = time.perf_counter()
@@ -124,7 +124,7 @@ async def run(url: str, nodes: int, pods: int, steady: int) -> dict[str, Any]:
         nonlocal extra
         batch = []
         for k in range(count):
-            batch.append(Op.pod(PodInfo.from_k8s(pod_object(pods + extra, node_names[(k * 37) % nodes]))))
+            batch.append(Op.pod(pod_info(pod_object(pods + extra, node_names[(k * 37) % nodes]))))
             extra += 1
         await store.apply(epoch, batch)
         return await timed_refresh(cache)

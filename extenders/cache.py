@@ -21,11 +21,10 @@ from dataclasses import dataclass
 from hashlib import blake2b
 from typing import TypeVar
 
-import orjson
-
-from extenders.model import NodeFacts, NodeInfo, PDBInfo, PodGroupInfo, PodInfo
+from extenders.model import NodeInfo, PDBInfo, PodInfo
+from extenders.records import PDB, POD, decode_node_hash, podgroup_from
 from extenders.snapshot import Snapshot
-from extenders.store import NODE_FIELD, CatchUp, Store
+from extenders.store import CatchUp, Store
 
 log = logging.getLogger(__name__)
 
@@ -56,15 +55,11 @@ def _merge(
 
 
 def _pod(_key: str, raw: bytes) -> PodInfo:
-    return PodInfo.from_record(orjson.loads(raw))
+    return POD.loads(raw)
 
 
 def _pdb(_key: str, raw: bytes) -> PDBInfo:
-    return PDBInfo.from_record(orjson.loads(raw))
-
-
-def _podgroup(key: str, raw: bytes) -> PodGroupInfo:
-    return PodGroupInfo.from_record(key, orjson.loads(raw))
+    return PDB.loads(raw)
 
 
 class SnapshotCache:
@@ -131,21 +126,16 @@ class SnapshotCache:
         """
         old_digests = self._digests.get(name, {}) if previous is not None else {}
         digests: dict[str, bytes] = {}
-        facts: NodeFacts | None = None
-        pods: list[PodInfo] = []
-        for key, raw in fields.items():
-            if key == NODE_FIELD:
-                facts = NodeFacts.from_record(orjson.loads(raw))
-                facts.resource_version = rv
-                continue
-            if key.startswith("_"):
-                continue
+
+        def decode_pod(uid: str, raw: bytes) -> PodInfo:
             digest = blake2b(raw, digest_size=16).digest()
-            digests[key] = digest
-            reused = previous.pods.get(key) if previous is not None and old_digests.get(key) == digest else None
-            pods.append(reused if reused is not None else PodInfo.from_record(orjson.loads(raw)))
+            digests[uid] = digest
+            reused = previous.pods.get(uid) if previous is not None and old_digests.get(uid) == digest else None
+            return reused if reused is not None else POD.loads(raw)
+
+        facts, pods = decode_node_hash(fields, rv, decode_pod)
         self._digests[name] = digests
-        return NodeInfo.build(name, facts, pods, gen)
+        return NodeInfo.build(name, facts, pods.values(), gen)
 
     def _apply(self, old: Snapshot, delta: CatchUp) -> Snapshot:
         nodes = old.nodes
@@ -162,7 +152,7 @@ class SnapshotCache:
             pending=_merge(old.pending, delta.pending, _pod),
             pdbs=_merge(old.pdbs, delta.pdbs, _pdb),
             generation=delta.generation,
-            podgroups=_merge(old.podgroups, delta.podgroups, _podgroup),
+            podgroups=_merge(old.podgroups, delta.podgroups, podgroup_from),
             sealed=True,
             summary_seed=old.seed(),  # patched for the changed nodes only, as UpdateSnapshot does
         )
@@ -194,7 +184,7 @@ class SnapshotCache:
                 pending={k: _pod(k, v) for k, v in (await store.hash_all("pending")).items()},
                 pdbs={k: _pdb(k, v) for k, v in (await store.hash_all("pdb")).items()},
                 generation=gen0,
-                podgroups={k: _podgroup(k, v) for k, v in (await store.hash_all("podgroup")).items()},
+                podgroups={k: podgroup_from(k, v) for k, v in (await store.hash_all("podgroup")).items()},
                 sealed=True,
             )
             delta = await store.catch_up(gen0, max(self.max_delta_items, len(names) + 1000))

@@ -1,26 +1,23 @@
 """The scheduling view of pods and nodes: what kube-scheduler's NodeInfo aggregates.
 
-Objects from the Kubernetes API are reduced once, on ingest, to the fields scheduling
-reads, so the predicates never walk a full v1.Pod. Records round-trip through plain
-dicts (``to_record``/``from_record``) for storage in Redis.
+Plain data: ``extenders.convert`` builds it from Kubernetes objects and
+``extenders.records`` stores it in Redis.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from extenders.quantity import resource_amount
-from extenders.resources import PODS, is_best_effort, pod_nonzero_requests, pod_requests
+from extenders.resources import PODS
 
 DEFAULT_NAMESPACE = "default"
 WILDCARD_IP = "0.0.0.0"
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 # Annotation read by the NodePreferAvoidPods priority; the only node annotation we keep.
 PREFER_AVOID_PODS_ANNOTATION = "scheduler.alpha.kubernetes.io/preferAvoidPods"
-# Volume sources that NoDiskConflict still checks.
-_CONFLICT_VOLUME_KEYS = ("gcePersistentDisk", "awsElasticBlockStore", "rbd", "iscsi", "persistentVolumeClaim")
+PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"  # the API's default preemptionPolicy
 
 HostPort = tuple[str, str, int]  # (protocol, host ip, port)
 LabelKey = str  # label_key(namespace, label key, label value)
@@ -49,25 +46,6 @@ class Owner:
     uid: str
 
 
-def _host_ports(spec: Mapping[str, Any]) -> list[HostPort]:
-    ports: list[HostPort] = []
-    for container in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
-        for port in container.get("ports") or []:
-            host_port = int(port.get("hostPort") or 0)
-            if host_port <= 0:
-                continue
-            ports.append((port.get("protocol") or "TCP", port.get("hostIP") or WILDCARD_IP, host_port))
-    return ports
-
-
-def _controller(meta: Mapping[str, Any]) -> Owner | None:
-    refs = meta.get("ownerReferences") or []
-    chosen = next((r for r in refs if r.get("controller")), refs[0] if refs else None)
-    if not chosen:
-        return None
-    return Owner(kind=chosen.get("kind", ""), name=chosen.get("name", ""), uid=chosen.get("uid", ""))
-
-
 @dataclass(slots=True)
 class PodInfo:
     """A pod as scheduling sees it: identity, placement, requests and constraints."""
@@ -80,7 +58,7 @@ class PodInfo:
     node_name: str = ""
     phase: str = ""
     priority: int = 0
-    preemption_policy: str = "PreemptLowerPriority"
+    preemption_policy: str = PREEMPT_LOWER_PRIORITY
     scheduler_name: str = ""
     requests: dict[str, int] = field(default_factory=dict)
     nonzero_cpu: int = 0
@@ -118,112 +96,6 @@ class PodInfo:
         anti = self.affinity.get("podAntiAffinity") or {}
         return bool(anti.get("requiredDuringSchedulingIgnoredDuringExecution"))
 
-    @classmethod
-    def from_k8s(cls, pod: Mapping[str, Any]) -> PodInfo:
-        """Reduce a v1.Pod (as JSON) to its scheduling view. Raises ValueError on bad quantities."""
-        meta = pod.get("metadata") or {}
-        spec = pod.get("spec") or {}
-        status = pod.get("status") or {}
-        images = [c.get("image", "") for c in spec.get("containers") or [] if c.get("image")]
-        volumes = [
-            {k: v for k, v in vol.items() if k in _CONFLICT_VOLUME_KEYS or k == "name"}
-            for vol in spec.get("volumes") or []
-            if any(k in vol for k in _CONFLICT_VOLUME_KEYS)
-        ]
-        nonzero_cpu, nonzero_memory = pod_nonzero_requests(spec)
-        return cls(
-            namespace=meta.get("namespace") or DEFAULT_NAMESPACE,
-            name=meta.get("name") or "",
-            uid=meta.get("uid") or "",
-            labels=dict(meta.get("labels") or {}),
-            annotations=dict(meta.get("annotations") or {}),
-            node_name=spec.get("nodeName") or "",
-            phase=status.get("phase") or "",
-            priority=int(spec.get("priority") or 0),
-            preemption_policy=spec.get("preemptionPolicy") or "PreemptLowerPriority",
-            scheduler_name=spec.get("schedulerName") or "",
-            requests=pod_requests(spec),
-            nonzero_cpu=nonzero_cpu,
-            nonzero_memory=nonzero_memory,
-            best_effort=is_best_effort(spec),
-            host_ports=_host_ports(spec),
-            node_selector=dict(spec.get("nodeSelector") or {}),
-            affinity=dict(spec.get("affinity") or {}),
-            tolerations=list(spec.get("tolerations") or []),
-            topology_spread=list(spec.get("topologySpreadConstraints") or []),
-            volumes=volumes,
-            images=images,
-            deletion_timestamp=meta.get("deletionTimestamp"),
-            creation_timestamp=meta.get("creationTimestamp"),
-            start_time=status.get("startTime"),
-            owner=_controller(meta),
-        )
-
-    def to_record(self) -> dict[str, Any]:
-        """A compact dict for storage; empty fields are left out."""
-        rec: dict[str, Any] = {"ns": self.namespace, "n": self.name, "u": self.uid}
-        optional: dict[str, Any] = {
-            "l": self.labels,
-            "a": self.annotations,
-            "node": self.node_name,
-            "ph": self.phase,
-            "pr": self.priority,
-            "pp": self.preemption_policy if self.preemption_policy != "PreemptLowerPriority" else "",
-            "sn": self.scheduler_name,
-            "r": self.requests,
-            "nzc": self.nonzero_cpu,
-            "nzm": self.nonzero_memory,
-            "be": self.best_effort,
-            "hp": [list(p) for p in self.host_ports],
-            "ns_sel": self.node_selector,
-            "aff": self.affinity,
-            "tol": self.tolerations,
-            "tsc": self.topology_spread,
-            "vol": self.volumes,
-            "img": self.images,
-            "del": self.deletion_timestamp,
-            "ct": self.creation_timestamp,
-            "st": self.start_time,
-            "own": [self.owner.kind, self.owner.name, self.owner.uid] if self.owner else None,
-            "as": self.assumed,
-        }
-        for k, v in optional.items():
-            if v:
-                rec[k] = v
-        return rec
-
-    @classmethod
-    def from_record(cls, rec: Mapping[str, Any]) -> PodInfo:
-        own = rec.get("own")
-        return cls(
-            namespace=rec["ns"],
-            name=rec["n"],
-            uid=rec["u"],
-            labels=rec.get("l") or {},
-            annotations=rec.get("a") or {},
-            node_name=rec.get("node") or "",
-            phase=rec.get("ph") or "",
-            priority=rec.get("pr") or 0,
-            preemption_policy=rec.get("pp") or "PreemptLowerPriority",
-            scheduler_name=rec.get("sn") or "",
-            requests=rec.get("r") or {},
-            nonzero_cpu=rec.get("nzc") or 0,
-            nonzero_memory=rec.get("nzm") or 0,
-            best_effort=bool(rec.get("be")),
-            host_ports=[(p[0], p[1], int(p[2])) for p in rec.get("hp") or []],
-            node_selector=rec.get("ns_sel") or {},
-            affinity=rec.get("aff") or {},
-            tolerations=rec.get("tol") or [],
-            topology_spread=rec.get("tsc") or [],
-            volumes=rec.get("vol") or [],
-            images=rec.get("img") or [],
-            deletion_timestamp=rec.get("del"),
-            creation_timestamp=rec.get("ct"),
-            start_time=rec.get("st"),
-            owner=Owner(own[0], own[1], own[2]) if own else None,
-            assumed=bool(rec.get("as")),
-        )
-
 
 @dataclass(slots=True)
 class NodeFacts:
@@ -239,60 +111,6 @@ class NodeFacts:
     conditions: dict[str, str] = field(default_factory=dict)
     allocatable: dict[str, int] = field(default_factory=dict)
     images: dict[str, int] = field(default_factory=dict)  # every image name -> size in bytes
-
-    @classmethod
-    def from_k8s(cls, node: Mapping[str, Any]) -> NodeFacts:
-        meta = node.get("metadata") or {}
-        spec = node.get("spec") or {}
-        status = node.get("status") or {}
-        images: dict[str, int] = {}
-        for image in status.get("images") or []:
-            for name in image.get("names") or []:
-                images[name] = int(image.get("sizeBytes") or 0)
-        annotations = meta.get("annotations") or {}
-        return cls(
-            name=meta.get("name") or "",
-            uid=meta.get("uid") or "",
-            resource_version=str(meta.get("resourceVersion") or ""),
-            labels=dict(meta.get("labels") or {}),
-            annotations={k: v for k, v in annotations.items() if k == PREFER_AVOID_PODS_ANNOTATION},
-            taints=[
-                Taint(t.get("key") or "", t.get("value") or "", t.get("effect") or "") for t in spec.get("taints") or []
-            ],
-            unschedulable=bool(spec.get("unschedulable")),
-            conditions={c.get("type", ""): c.get("status", "") for c in status.get("conditions") or []},
-            allocatable={k: resource_amount(k, v) for k, v in (status.get("allocatable") or {}).items()},
-            images=images,
-        )
-
-    def to_record(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "uid": self.uid,
-            "rv": self.resource_version,
-            "labels": self.labels,
-            "ann": self.annotations,
-            "taints": [[t.key, t.value, t.effect] for t in self.taints],
-            "unsched": self.unschedulable,
-            "cond": self.conditions,
-            "alloc": self.allocatable,
-            "img": self.images,
-        }
-
-    @classmethod
-    def from_record(cls, rec: Mapping[str, Any]) -> NodeFacts:
-        return cls(
-            name=rec["name"],
-            uid=rec.get("uid", ""),
-            resource_version=rec.get("rv", ""),
-            labels=rec.get("labels") or {},
-            annotations=rec.get("ann") or {},
-            taints=[Taint(t[0], t[1], t[2]) for t in rec.get("taints") or []],
-            unschedulable=bool(rec.get("unsched")),
-            conditions=rec.get("cond") or {},
-            allocatable=rec.get("alloc") or {},
-            images=rec.get("img") or {},
-        )
 
 
 def _drop_from(index: dict[Any, list[PodInfo]], key: Any, pod: PodInfo) -> None:
@@ -427,30 +245,6 @@ class PDBInfo:
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
 
-    @classmethod
-    def from_k8s(cls, pdb: Mapping[str, Any]) -> PDBInfo:
-        meta = pdb.get("metadata") or {}
-        return cls(
-            namespace=meta.get("namespace") or DEFAULT_NAMESPACE,
-            name=meta.get("name") or "",
-            selector=dict((pdb.get("spec") or {}).get("selector") or {}),
-            disruptions_allowed=int((pdb.get("status") or {}).get("disruptionsAllowed") or 0),
-            resource_version=str(meta.get("resourceVersion") or ""),
-        )
-
-    def to_record(self) -> dict[str, Any]:
-        return {
-            "ns": self.namespace,
-            "n": self.name,
-            "sel": self.selector,
-            "da": self.disruptions_allowed,
-            "rv": self.resource_version,
-        }
-
-    @classmethod
-    def from_record(cls, rec: Mapping[str, Any]) -> PDBInfo:
-        return cls(rec["ns"], rec["n"], rec.get("sel") or {}, int(rec.get("da") or 0), rec.get("rv") or "")
-
 
 @dataclass(slots=True)
 class PodGroupInfo:
@@ -465,34 +259,3 @@ class PodGroupInfo:
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
-
-    @classmethod
-    def from_k8s(cls, group: Mapping[str, Any]) -> PodGroupInfo:
-        meta = group.get("metadata") or {}
-        spec = group.get("spec") or {}
-        timeout = spec.get("scheduleTimeoutSeconds")
-        return cls(
-            namespace=meta.get("namespace") or DEFAULT_NAMESPACE,
-            name=meta.get("name") or "",
-            min_member=int(spec.get("minMember") or 0),
-            creation_timestamp=meta.get("creationTimestamp") or "",
-            schedule_timeout_seconds=int(timeout) if timeout is not None else None,
-        )
-
-    def to_record(self) -> dict[str, Any]:
-        rec: dict[str, Any] = {"minMember": self.min_member, "creationTimestamp": self.creation_timestamp}
-        if self.schedule_timeout_seconds is not None:
-            rec["scheduleTimeoutSeconds"] = self.schedule_timeout_seconds
-        return rec
-
-    @classmethod
-    def from_record(cls, key: str, rec: Mapping[str, Any]) -> PodGroupInfo:
-        namespace, _, name = key.partition("/")
-        timeout = rec.get("scheduleTimeoutSeconds")
-        return cls(
-            namespace=namespace,
-            name=name,
-            min_member=int(rec.get("minMember") or 0),
-            creation_timestamp=rec.get("creationTimestamp") or "",
-            schedule_timeout_seconds=int(timeout) if timeout is not None else None,
-        )

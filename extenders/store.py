@@ -37,18 +37,17 @@ from __future__ import annotations
 import enum
 import secrets
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-import orjson
 import redis.asyncio as aredis
 from redis.commands.core import AsyncScript
 from redis.exceptions import ResponseError
 
 from extenders import lua
 from extenders.model import NodeFacts, PDBInfo, PodGroupInfo, PodInfo
+from extenders.records import NODE, PDB, POD, PODGROUP, decode_node_hash, podgroup_from, reserved_pod
 
-NODE_FIELD = "_node"
 _SCRIPTS = (
     "apply",
     "assume",
@@ -67,17 +66,6 @@ class FencedError(RuntimeError):
     """A write by a leader whose term is over: another replica took the lease since."""
 
 
-def dumps(record: Any) -> bytes:
-    return orjson.dumps(record)
-
-
-def node_payload(facts: NodeFacts) -> bytes:
-    """The stored NodeFacts record: everything but the resourceVersion (kept in ``P:noderv``)."""
-    rec = facts.to_record()
-    rec.pop("rv", None)
-    return dumps(rec)
-
-
 def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
@@ -93,7 +81,7 @@ class Op:
 
     @classmethod
     def node(cls, facts: NodeFacts) -> Op:
-        return cls("N", facts.name, facts.resource_version, node_payload(facts))
+        return cls("N", facts.name, facts.resource_version, NODE.dumps(facts))
 
     @classmethod
     def delete_node(cls, name: str, resource_version: str = "") -> Op:
@@ -105,9 +93,8 @@ class Op:
         """Add, confirm (clears ``assumed``), update or move a pod; terminal pods are removed."""
         if pod.terminal:
             return cls.delete_pod(pod.uid)
-        rec = pod.to_record()
-        rec.pop("as", None)
-        return cls("P", pod.uid, pod.node_name, dumps(rec))
+        stored = replace(pod, assumed=False) if pod.assumed else pod
+        return cls("P", pod.uid, pod.node_name, POD.dumps(stored))
 
     @classmethod
     def delete_pod(cls, uid: str) -> Op:
@@ -120,7 +107,7 @@ class Op:
 
     @classmethod
     def pdb(cls, pdb: PDBInfo) -> Op:
-        return cls("D", pdb.key, "", dumps(pdb.to_record()))
+        return cls("D", pdb.key, "", PDB.dumps(pdb))
 
     @classmethod
     def delete_pdb(cls, key: str) -> Op:
@@ -128,7 +115,7 @@ class Op:
 
     @classmethod
     def podgroup(cls, group: PodGroupInfo) -> Op:
-        return cls("G", group.key, "", dumps(group.to_record()))
+        return cls("G", group.key, "", PODGROUP.dumps(group))
 
     @classmethod
     def delete_podgroup(cls, key: str) -> Op:
@@ -291,11 +278,9 @@ class Store:
         CONFLICT comes back when the node changed since the caller validated the fit. Assuming
         again (same or another node) moves the reservation and renews the deadline.
         """
-        rec = pod.to_record()
-        rec["node"] = node
-        rec["as"] = True
+        record = reserved_pod(pod, node)
         expected = "" if expected_node_generation is None else str(int(expected_node_generation))
-        reply = await self._run("assume", pod.uid, node, dumps(rec), expected, int(ttl * 1000))
+        reply = await self._run("assume", pod.uid, node, record, expected, int(ttl * 1000))
         status = AssumeStatus(_text(reply[0]))
         if status is AssumeStatus.ALREADY_BOUND:
             return AssumeResult(status, node=_text(reply[1]))
@@ -315,7 +300,7 @@ class Store:
 
     async def refresh_node_if_newer(self, facts: NodeFacts) -> bool:
         """Store node facts seen in a request if their resourceVersion is newer and they differ."""
-        return bool(await self._run("refresh_node", facts.name, facts.resource_version, node_payload(facts)))
+        return bool(await self._run("refresh_node", facts.name, facts.resource_version, NODE.dumps(facts)))
 
     async def compact(self, upto_generation: int) -> int:
         """Drop tombstones up to a generation; returns the floor (replicas older than it reload)."""
@@ -449,7 +434,7 @@ class Store:
     async def get_podgroup(self, namespace: str, name: str) -> PodGroupInfo | None:
         key = f"{namespace}/{name}"
         raw = await self.redis.hget(self.key("podgroup"), key)
-        return PodGroupInfo.from_record(key, orjson.loads(raw)) if raw else None
+        return podgroup_from(key, raw) if raw else None
 
     async def read_node(self, name: str) -> tuple[NodeFacts | None, dict[str, PodInfo]]:
         """One node's stored facts and pods (for tests and tools; replicas use the cache)."""
@@ -459,18 +444,4 @@ class Store:
             results: list[Any] = await pipe.execute()
         fields: dict[bytes, bytes] = results[0]
         rv: bytes | None = results[1]
-        return decode_node({_text(k): v for k, v in fields.items()}, rv.decode() if rv else "")
-
-
-def decode_node(fields: dict[str, bytes], rv: str) -> tuple[NodeFacts | None, dict[str, PodInfo]]:
-    """A node hash as (facts, pods by uid)."""
-    facts: NodeFacts | None = None
-    pods: dict[str, PodInfo] = {}
-    loads = orjson.loads
-    for key, raw in fields.items():
-        if key == NODE_FIELD:
-            facts = NodeFacts.from_record(loads(raw))
-            facts.resource_version = rv
-        elif not key.startswith("_"):
-            pods[key] = PodInfo.from_record(loads(raw))
-    return facts, pods
+        return decode_node_hash({_text(k): v for k, v in fields.items()}, rv.decode() if rv else "")

@@ -24,9 +24,9 @@ import orjson
 from redis.exceptions import RedisError
 
 from extenders.aio import raise_if_cancelling
+from extenders.convert import node_facts, object_key, pdb_info, pod_info, podgroup_info
 from extenders.kube.client import PODGROUPS_PATH, GoneError, KubeApiError, KubeClient
 from extenders.kube.requeue import REFUSAL_WINDOW_SECONDS, REQUEUE_INTERVAL_SECONDS, Requeuer
-from extenders.model import DEFAULT_NAMESPACE, NodeFacts, PDBInfo, PodGroupInfo, PodInfo
 from extenders.quantity import QuantityError
 from extenders.store import FencedError, Op, Store
 
@@ -36,11 +36,6 @@ log = logging.getLogger(__name__)
 def _meta(obj: dict[str, Any]) -> dict[str, Any]:
     meta: dict[str, Any] = obj.get("metadata") or {}
     return meta
-
-
-def _ns_name(obj: dict[str, Any]) -> str:
-    meta = _meta(obj)
-    return f"{meta.get('namespace') or DEFAULT_NAMESPACE}/{meta.get('name') or ''}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +75,7 @@ def _describe(kind: str, obj: Any) -> str:
 NODES = Resource(
     "nodes",
     "/api/v1/nodes",
-    lambda o: Op.node(NodeFacts.from_k8s(o)),
+    lambda o: Op.node(node_facts(o)),
     _delete_node,
     _node_name,
     "noderv",
@@ -88,7 +83,7 @@ NODES = Resource(
 PODS = Resource(
     "pods",
     "/api/v1/pods",
-    lambda o: Op.pod(PodInfo.from_k8s(o)),
+    lambda o: Op.pod(pod_info(o)),
     lambda o: Op.delete_pod(_pod_uid(o)),
     _pod_uid,
     "podloc",
@@ -96,17 +91,17 @@ PODS = Resource(
 PDBS = Resource(
     "poddisruptionbudgets",
     "/apis/policy/v1/poddisruptionbudgets",
-    lambda o: Op.pdb(PDBInfo.from_k8s(o)),
-    lambda o: Op.delete_pdb(_ns_name(o)),
-    _ns_name,
+    lambda o: Op.pdb(pdb_info(o)),
+    lambda o: Op.delete_pdb(object_key(o)),
+    object_key,
     "pdb",
 )
 PODGROUPS = Resource(
     "podgroups",
     PODGROUPS_PATH,
-    lambda o: Op.podgroup(PodGroupInfo.from_k8s(o)),
-    lambda o: Op.delete_podgroup(_ns_name(o)),
-    _ns_name,
+    lambda o: Op.podgroup(podgroup_info(o)),
+    lambda o: Op.delete_podgroup(object_key(o)),
+    object_key,
     "podgroup",
 )
 _TRANSIENT = (httpx.HTTPError, KubeApiError, RedisError, OSError, ValueError)

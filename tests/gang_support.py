@@ -7,8 +7,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from extenders.cache import SnapshotCache
+from extenders.convert import node_facts, pod_info
 from extenders.kube.client import KubeClient
-from extenders.model import NodeFacts, PodInfo
+from extenders.model import PodInfo
 from extenders.snapshot import Snapshot
 from extenders.store import Op, Store
 from tests.fake_kube.client import make_node, make_pod
@@ -44,7 +45,7 @@ async def seed(store: Store, nodes: Sequence[dict[str, Any]] = (), pods: Sequenc
     """Write nodes and pods into the snapshot as a watcher would (takes the leader lease)."""
     attempt = await store.acquire_lease("test-seeder", 600)
     epoch = attempt.lease.epoch if attempt.lease else await store.epoch()
-    ops = [Op.node(NodeFacts.from_k8s(n)) for n in nodes] + [Op.pod(PodInfo.from_k8s(p)) for p in pods]
+    ops = [Op.node(node_facts(n)) for n in nodes] + [Op.pod(pod_info(p)) for p in pods]
     return await store.apply(epoch, ops)
 
 
@@ -57,7 +58,7 @@ async def apply(store: Store, ops: Sequence[Op]) -> int:
 
 def bound_copy(pod: dict[str, Any], node: str) -> PodInfo:
     """The pod as the watch sees it once bound to ``node``."""
-    info = PodInfo.from_k8s(pod)
+    info = pod_info(pod)
     info.node_name = node
     info.phase = "Running"
     return info

@@ -2,7 +2,7 @@
 
 Values come from small pools so that selectors, taints, ports and topology domains collide
 often enough to exercise both outcomes of every predicate. ``build_snapshot`` turns a
-generated cluster into the engine's Snapshot through the model's own ``from_k8s``.
+generated cluster into the engine's Snapshot through the engine's own conversion (``extenders.convert``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from extenders.model import NodeFacts, NodeInfo, PodInfo
+from extenders.convert import node_facts, pod_info
+from extenders.model import NodeInfo, PodInfo
 from extenders.plugins.framework import FIT, SKIP, Verdict
 from extenders.plugins.registry import FILTERS
 from extenders.snapshot import Snapshot
@@ -339,10 +340,10 @@ def candidate_names(rng: random.Random, cluster: Cluster) -> list[str]:
 
 
 def build_snapshot(cluster: Cluster) -> Snapshot:
-    facts = {n["metadata"]["name"]: NodeFacts.from_k8s(n) for n in cluster.nodes}
+    facts = {n["metadata"]["name"]: node_facts(n) for n in cluster.nodes}
     by_node: dict[str, list[PodInfo]] = {}
     for raw in cluster.pods:
-        info = PodInfo.from_k8s(raw)
+        info = pod_info(raw)
         by_node.setdefault(info.node_name, []).append(info)
     names = set(facts) | set(by_node)
     nodes = {name: NodeInfo.build(name, facts.get(name), by_node.get(name, [])) for name in names}
@@ -373,7 +374,7 @@ def make_pod(
     }
     if deleting:
         meta["deletionTimestamp"] = "2024-01-01T00:00:00Z"
-    return PodInfo.from_k8s({"metadata": meta, "spec": body})
+    return pod_info({"metadata": meta, "spec": body})
 
 
 def make_node(
@@ -395,7 +396,7 @@ def make_node(
             "conditions": [{"type": k, "status": v} for k, v in (conditions or {"Ready": "True"}).items()],
         },
     }
-    return NodeInfo.build(name, NodeFacts.from_k8s(raw), pods or [])
+    return NodeInfo.build(name, node_facts(raw), pods or [])
 
 
 def make_snapshot(*nodes: NodeInfo) -> Snapshot:

@@ -21,6 +21,7 @@ import httpx
 from redis.exceptions import RedisError
 
 from extenders import engine
+from extenders.convert import pod_info
 from extenders.kube.client import BindResult, BindStatus, KubeApiError, KubeClient
 from extenders.model import NodeInfo, PodInfo
 from extenders.plugins.framework import SKIP, Verdict
@@ -175,7 +176,7 @@ class Binder:
         if obj is None:
             return Resolved(error=f"pod {target.key} not found (deleted?)")
         try:
-            pod = PodInfo.from_k8s(obj)
+            pod = pod_info(obj)
         except (QuantityError, ValueError, TypeError) as exc:
             return Resolved(error=f"pod {target.key}: {exc}")
         if target.uid and pod.uid != target.uid:

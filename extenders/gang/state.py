@@ -20,6 +20,7 @@ from extenders import lua
 from extenders.gang.config import GangConfig
 from extenders.kube.requeue import PodRef
 from extenders.model import PodInfo
+from extenders.records import reserved_pod
 
 _SCRIPTS = (
     "gang_filter",
@@ -190,16 +191,13 @@ class GangStore:
         members the caller's snapshot shows bound or held (those still placed in Redis count toward
         the quorum; bound arrivals of earlier calls count only through this list)."""
         c = self.config
-        rec = pod.to_record()
-        rec["node"] = node
-        rec["as"] = True
         info = orjson.dumps({"pod": pod.name, "node": node, "replica": replica, "t": token, "st": "w"})
         reply = await self._run(
             "gang_arrive",
             gang,
             pod.uid,
             node,
-            orjson.dumps(rec),
+            reserved_pod(pod, node),
             "" if expected_generation is None else str(int(expected_generation)),
             _ms(c.hold_ttl_seconds),
             info,

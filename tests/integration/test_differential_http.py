@@ -19,7 +19,7 @@ import httpx
 import pytest
 import redis.asyncio as aredis
 
-from extenders.model import NodeFacts, PodInfo
+from extenders.convert import node_facts, pod_info
 from extenders.policy import Policy, default_policy
 from extenders.store import Op, Store
 from tests import reference_scheduler
@@ -45,8 +45,8 @@ class Writer:
 
     async def replace(self, cluster: Cluster) -> int:
         """One atomic batch: drop what the new state lacks, upsert the rest; returns the generation."""
-        facts = [NodeFacts.from_k8s(n) for n in cluster.nodes]
-        pods = [PodInfo.from_k8s(p) for p in cluster.pods]
+        facts = [node_facts(n) for n in cluster.nodes]
+        pods = [pod_info(p) for p in cluster.pods]
         new_nodes = {f.name for f in facts}
         new_pods = {p.uid for p in pods}
         ops = [Op.delete_pod(uid) for uid in sorted(self.pods - new_pods)]

@@ -13,9 +13,9 @@ import redis.asyncio as aredis
 
 from extenders.aio import cancel_and_wait
 from extenders.cache import SnapshotCache
+from extenders.convert import node_facts
 from extenders.kube.client import KubeClient
 from extenders.kube.config import build_http_client
-from extenders.model import NodeFacts
 from extenders.store import Store
 from extenders.watcher import Watcher
 from tests.fake_kube.client import make_node, make_pod, make_podgroup
@@ -144,7 +144,7 @@ async def test_a_node_deleted_in_the_watch_is_not_revived_by_a_stale_request(
     _, task = await start(kube, store)
     try:
         await eventually(store.synced)
-        stale = NodeFacts.from_k8s(created)
+        stale = node_facts(created)
         fake_kube.client.delete("Node", "n1", namespace=None)
 
         async def gone() -> bool:

@@ -9,6 +9,7 @@ import pytest
 
 from extenders.cache import SnapshotCache
 from extenders.model import NodeFacts, PDBInfo, PodGroupInfo
+from extenders.records import NODE, PDB, PODGROUP
 from extenders.snapshot import Snapshot
 from extenders.store import Op, Store
 from tests.store.conftest import RoundTrips
@@ -27,9 +28,7 @@ def _facts(facts: NodeFacts | None) -> dict[str, object] | None:
     """The facts without the resourceVersion: a heartbeat updates it in Redis without a generation bump."""
     if facts is None:
         return None
-    rec = facts.to_record()
-    rec.pop("rv")
-    return rec
+    return NODE.encode(facts)
 
 
 def summary(snap: Snapshot) -> dict[str, object]:
@@ -46,8 +45,8 @@ def summary(snap: Snapshot) -> dict[str, object]:
             for name, info in snap.nodes.items()
         },
         "pending": sorted(snap.pending),
-        "pdbs": {k: v.to_record() for k, v in snap.pdbs.items()},
-        "podgroups": {k: v.to_record() for k, v in snap.podgroups.items()},
+        "pdbs": {k: PDB.encode(v) for k, v in snap.pdbs.items()},
+        "podgroups": {k: PODGROUP.encode(v) for k, v in snap.podgroups.items()},
         "generation": snap.generation,
     }
 

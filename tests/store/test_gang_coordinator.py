@@ -12,9 +12,9 @@ import pytest
 import redis.asyncio as aredis
 
 from extenders.binding.service import BindService
+from extenders.convert import pod_info
 from extenders.gang.config import GangConfig
 from extenders.gang.service import GangService
-from extenders.model import PodInfo
 from extenders.store import Op, Store
 from tests.gang_support import GPU, LocalRuntime, RecordingKube, apply, gpu_node, member, seed
 from tests.waiting import eventually
@@ -144,7 +144,7 @@ async def test_incomplete_gang_releases_everything_when_the_window_closes(replic
     assert snapshot.nodes["n1"].requested.get(GPU, 0) == 0
     status = await services[0].gang_status("default", "g")
     assert status is not None and status["state"] == "cooling" and "only 7 of the 8" in status["reason"]
-    verdict = await services[1].filter(PodInfo.from_k8s(pods[7]), snapshot, ["n1"])
+    verdict = await services[1].filter(pod_info(pods[7]), snapshot, ["n1"])
     assert verdict is not None and not verdict.fit and "cooling down" in verdict.reason
 
 
@@ -203,25 +203,25 @@ async def test_filter_reasons_member_count_capacity_and_admission(replicas: Fact
     second = [member(f"b-{i}", "b", 2, created="2024-01-02T00:00:00Z") for i in range(2)]
     await setup(services, kube, [gpu_node("n1", 8)], few + big + first + second)
     snapshot = await services[0].runtime.snapshot()
-    verdict = await services[0].filter(PodInfo.from_k8s(few[0]), snapshot, ["n1"])
+    verdict = await services[0].filter(pod_info(few[0]), snapshot, ["n1"])
     assert verdict is not None and not verdict.fit
     assert "gang default/few: only 3 of the 4 required members exist (3 pending" in verdict.reason
     assert verdict.failed_nodes(["n1"]) == {"n1": verdict.reason}
-    verdict = await services[0].filter(PodInfo.from_k8s(big[0]), snapshot, ["n1"])
+    verdict = await services[0].filter(pod_info(big[0]), snapshot, ["n1"])
     assert verdict is not None and not verdict.fit and f"{GPU} 16 (free 8)" in verdict.reason
     # b asks first and is admitted; a (older) then waits; b completes and a gets the slot.
-    ok = await services[1].filter(PodInfo.from_k8s(second[0]), snapshot, ["n1"])
+    ok = await services[1].filter(pod_info(second[0]), snapshot, ["n1"])
     assert ok is not None and ok.fit
-    waiting = await services[2].filter(PodInfo.from_k8s(first[0]), snapshot, ["n1"])
+    waiting = await services[2].filter(pod_info(first[0]), snapshot, ["n1"])
     assert waiting is not None and not waiting.fit
     assert "gang default/a is waiting to be admitted" in waiting.reason and "default/b" in waiting.reason
     assert "not admitted" in await services[0].bind(*target(first[0], "n1"))
     results = await asyncio.gather(*(services[i].bind(*target(p, "n1")) for i, p in enumerate(second)))
     assert results == ["", ""]
     snapshot = await services[0].runtime.snapshot()
-    admitted = await services[2].filter(PodInfo.from_k8s(first[0]), snapshot, ["n1"])
+    admitted = await services[2].filter(pod_info(first[0]), snapshot, ["n1"])
     assert admitted is not None and admitted.fit
-    assert await services[0].filter(PodInfo.from_k8s(member("solo", None)), snapshot, ["n1"]) is None
+    assert await services[0].filter(pod_info(member("solo", None)), snapshot, ["n1"]) is None
 
 
 async def test_two_gangs_competing_for_one_gangs_capacity_complete_one_after_the_other(replicas: Factory) -> None:
@@ -336,12 +336,12 @@ async def test_a_restarted_job_does_not_bind_its_new_pods_one_at_a_time(replicas
     # The job restarts: the watch sees the old pods bound and terminating, and the new pods.
     gone = []
     for p in old:
-        info = PodInfo.from_k8s(p)
+        info = pod_info(p)
         info.node_name, info.phase, info.deletion_timestamp = "n1", "Running", "2024-01-01T00:10:00Z"
         gone.append(Op.pod(info))
     for p in new:
         kube.add(p)
-    await apply(store, [*gone, *(Op.pod(PodInfo.from_k8s(p)) for p in new)])
+    await apply(store, [*gone, *(Op.pod(pod_info(p)) for p in new)])
     error = await services[1].bind(*target(new[0], "n1"))
     assert "gang default/g rejected" in error and "only 1 of the 2 required members" in error
     assert "default/new-0" not in kube.bound
@@ -354,7 +354,7 @@ async def test_binder_with_no_cas_retries_still_tries_once(redis_async: aredis.R
     pod = member("p", None)
     await seed(store, [gpu_node("n1")], [pod])
     binder = Binder(LocalRuntime(store), cas_retries=0)
-    checked = await binder.reserve(PodInfo.from_k8s(pod), "n1", 30)
+    checked = await binder.reserve(pod_info(pod), "n1", 30)
     assert checked.error == "" and await store.placed_pods() == {pod["metadata"]["uid"]: "n1"}
 
 
@@ -403,13 +403,13 @@ async def test_members_on_their_way_to_bind_are_not_counted_as_still_needed(repl
     snapshot = await services[0].runtime.snapshot()
     names = [f"n{i}" for i in range(4)]
     for i, pod in enumerate(pods):
-        verdict = await services[i % 3].filter(PodInfo.from_k8s(pod), snapshot, names[i:])
+        verdict = await services[i % 3].filter(pod_info(pod), snapshot, names[i:])
         assert verdict is not None and verdict.fit, verdict
     # Not admitted, the same count of nodes would have been too few.
     other = [member(f"o-{i}", "o", 4, gpus=4) for i in range(4)]
     await setup(services, kube, [], other)
     snapshot = await services[0].runtime.snapshot()
-    verdict = await services[0].filter(PodInfo.from_k8s(other[0]), snapshot, names[1:])
+    verdict = await services[0].filter(pod_info(other[0]), snapshot, names[1:])
     assert verdict is not None and not verdict.fit and "cannot fit: the 4 more member(s)" in verdict.reason
 
 
@@ -419,12 +419,12 @@ async def test_parked_members_are_requeued_through_the_api_when_their_gang_may_g
     first = member("g-0", "g", 2)
     await setup(services, kube, [gpu_node("n1", 8)], [first])
     snapshot = await services[0].runtime.snapshot()
-    verdict = await services[0].filter(PodInfo.from_k8s(first), snapshot, ["n1"])
+    verdict = await services[0].filter(pod_info(first), snapshot, ["n1"])
     assert verdict is not None and "only 1 of the 2 required members exist" in verdict.reason
     second = member("g-1", "g", 2)
     await setup(services, kube, [], [second])
     snapshot = await services[1].runtime.snapshot()
-    verdict = await services[1].filter(PodInfo.from_k8s(second), snapshot, ["n1"])
+    verdict = await services[1].filter(pod_info(second), snapshot, ["n1"])
     assert verdict is not None and verdict.fit
 
     async def requeued() -> bool:
@@ -448,7 +448,7 @@ async def test_filtering_a_held_member_again_drops_its_orphaned_reservation(repl
 
     await wait_for(reserved)
     snapshot = await services[1].runtime.snapshot()
-    info = PodInfo.from_k8s(pods[0])
+    info = pod_info(pods[0])
     assert await services[1].release_orphan(info, snapshot)
     assert await store.placed_pods() == {}
     assert "is gone" in await asyncio.wait_for(held, 5)  # the held call learns its arrival is gone

@@ -8,6 +8,7 @@ import orjson
 import pytest
 import redis.asyncio as aredis
 
+from extenders.convert import pod_info
 from extenders.gang.config import GangConfig
 from extenders.gang.state import ArriveResult, ArriveStatus, FilterStatus, GangStore
 from extenders.model import PodInfo
@@ -16,7 +17,7 @@ from tests.gang_support import apply, gpu_node, member, seed
 
 
 def pods(gang: str, n: int, minimum: int) -> list[PodInfo]:
-    return [PodInfo.from_k8s(member(f"{gang}-{i}", gang, minimum)) for i in range(n)]
+    return [pod_info(member(f"{gang}-{i}", gang, minimum)) for i in range(n)]
 
 
 @pytest.fixture
@@ -112,7 +113,7 @@ async def test_a_permitted_gang_whose_pods_are_gone_assembles_again(store: Store
     for m in old:
         await arrive(g, m, "n1", 2)
     await g.done_many("default/a", [(m.uid, "t", True) for m in old])
-    late = PodInfo.from_k8s(member("a-late", "a", 2))
+    late = pod_info(member("a-late", "a", 2))
     # The gang runs: a late or replacement member binds at once.
     result = await arrive(g, late, "n1", 2, bound=[m.uid for m in old])
     assert result.status is ArriveStatus.PERMITTED
@@ -252,7 +253,7 @@ async def test_admission_is_first_come_by_creation_and_bounded(store: Store) -> 
     assert c.status is FilterStatus.QUEUED and c.position == 1
     assert (await g.filter("default/a", True, 10, 2)).position == 2
     # a's member tries to bind anyway: not admitted, nothing reserved
-    pod = PodInfo.from_k8s(member("a-0", "a", 2))
+    pod = pod_info(member("a-0", "a", 2))
     result = await arrive(g, pod, "n1", 2, score=10)
     assert result.status is ArriveStatus.NOT_ADMITTED and await store.placed_pods() == {}
     # b completes: it leaves the assembling set and the head of the queue gets the slot

@@ -7,9 +7,9 @@ import time
 import redis.asyncio as aredis
 
 from extenders.binding.waiters import Outcome, Waiters
+from extenders.convert import pod_info
 from extenders.gang.config import GangConfig
 from extenders.gang.state import ArriveStatus, GangStore
-from extenders.model import PodInfo
 from extenders.store import Store
 from tests.gang_support import gpu_node, member, seed
 
@@ -22,7 +22,7 @@ async def test_a_hung_redis_call_does_not_hold_a_call_past_its_deadline(redis_ur
     waiters = Waiters(gangs, config)
     try:
         await seed(Store(client, redis_prefix), [gpu_node("n1")])
-        pod = PodInfo.from_k8s(member("a-0", "a", 2))
+        pod = pod_info(member("a-0", "a", 2))
         arrived = await gangs.arrive(
             "default/a", pod, "n1", None, token="t", replica="r1", window_seconds=30, minimum=2, score=1
         )

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from extenders import engine
-from extenders.model import PodInfo
+from extenders.convert import pod_info
 from extenders.plugins.framework import ScoringContext
 from extenders.plugins.inter_pod_affinity.scoring import own_queries
 from extenders.plugins.registry import SCORERS
@@ -42,7 +42,7 @@ def test_engine_matches_reference(chunk: int, policy: Policy, check_all_policy: 
     for seed in range(chunk * CASES // 10, (chunk + 1) * CASES // 10):
         cluster, raw_pod, candidates = _case(seed)
         snapshot = build_snapshot(cluster)
-        pod = PodInfo.from_k8s(raw_pod)
+        pod = pod_info(raw_pod)
         explained = engine.explain(policy, pod, snapshot, candidates)["nodes"]
         first = engine.filter_nodes(policy, pod, snapshot, candidates)
         every = engine.filter_nodes(check_all_policy, pod, snapshot, candidates)
@@ -83,7 +83,7 @@ def test_generator_covers_every_predicate_outcome(policy: Policy) -> None:
     outcomes: dict[str, set[bool]] = {name: set() for name in policy.predicate_names}
     for seed in range(CASES):
         cluster, raw_pod, candidates = _case(seed)
-        explained = engine.explain(policy, PodInfo.from_k8s(raw_pod), build_snapshot(cluster), candidates)
+        explained = engine.explain(policy, pod_info(raw_pod), build_snapshot(cluster), candidates)
         for entry in explained["nodes"].values():
             for pred, verdict in entry["predicates"].items():
                 if verdict["reason"] != engine.NODE_NOT_FOUND:
@@ -101,7 +101,7 @@ def test_fits_after_removing_victims_matches_reference(policy: Policy) -> None:
         cluster = gen_cluster(rng)
         raw_pod = gen_incoming_pod(rng, cluster)
         snapshot = build_snapshot(cluster)
-        pod = PodInfo.from_k8s(raw_pod)
+        pod = pod_info(raw_pod)
         prepared = engine.prepare_pod(policy, pod, snapshot)
         node_name = rng.choice(cluster.node_names())
         on_node = [p for p in cluster.pods if p["spec"].get("nodeName") == node_name]
@@ -209,7 +209,7 @@ def test_index_and_scan_agree_on_every_verdict_and_score(monkeypatch: pytest.Mon
         _decorate(rng, cluster, raw_pod)
         candidates = candidate_names(rng, cluster)
         snapshot = build_snapshot(cluster)
-        pod = PodInfo.from_k8s(raw_pod)
+        pod = pod_info(raw_pod)
         fast = engine.explain(policy, pod, snapshot, candidates)
         fast_scores = engine.prioritize_nodes(policy, pod, snapshot, candidates)
         indexed_queries += sum(q.indexed for _, _, q in own_queries(pod))
@@ -233,7 +233,7 @@ def test_selector_spread_counts_by_owner_match_a_scan() -> None:
         _decorate(rng, cluster, raw_pod)
         raw_pod["spec"].pop("topologySpreadConstraints", None)
         snapshot = build_snapshot(cluster)
-        pod = PodInfo.from_k8s(raw_pod)
+        pod = pod_info(raw_pod)
         infos = [i for i in snapshot.nodes.values() if i.node is not None]
         state = spread.prepare(pod, snapshot, infos, ctx)
         for info in infos:

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import pytest
 
+from extenders.convert import node_facts, pod_info
 from extenders.gang.config import GangConfig, parse_label_pairs
 from extenders.gang.filter import capacity_shortfall, needed_requests
 from extenders.gang.membership import GangIndex, gang_of, gang_of_for, gang_ref
-from extenders.model import NodeFacts, NodeInfo, PodGroupInfo, PodInfo
+from extenders.model import NodeInfo, PodGroupInfo, PodInfo
 from extenders.snapshot import Snapshot
 from tests.fake_kube.client import make_pod
 from tests.gang_support import GPU, gpu_node, member
 
 
 def pod(labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None, ns: str = "team") -> PodInfo:
-    return PodInfo.from_k8s(make_pod("p", namespace=ns, labels=labels, annotations=annotations))
+    return pod_info(make_pod("p", namespace=ns, labels=labels, annotations=annotations))
 
 
 def test_scheduler_plugins_label_takes_min_from_the_podgroup_first() -> None:
@@ -68,14 +69,14 @@ def _snapshot(nodes: list[NodeInfo], pending: list[PodInfo]) -> Snapshot:
 
 
 def test_index_counts_pending_held_bound_and_skips_terminating() -> None:
-    facts = NodeFacts.from_k8s(gpu_node("n1"))
-    bound = PodInfo.from_k8s(member("g-0", "g", 4))
-    held = PodInfo.from_k8s(member("g-1", "g", 4))
+    facts = node_facts(gpu_node("n1"))
+    bound = pod_info(member("g-0", "g", 4))
+    held = pod_info(member("g-1", "g", 4))
     held.assumed = True
-    leaving = PodInfo.from_k8s(member("g-2", "g", 4))
+    leaving = pod_info(member("g-2", "g", 4))
     leaving.deletion_timestamp = "2024-01-01T00:00:00Z"
-    waiting = PodInfo.from_k8s(member("g-3", "g", 4))
-    other = PodInfo.from_k8s(member("x", None))
+    waiting = pod_info(member("g-3", "g", 4))
+    other = pod_info(member("x", None))
     node = NodeInfo.build("n1", facts, [bound, held, leaving, other])
     snap = _snapshot([node], [waiting, held])  # an assumed pod is still pending in the API
     members = GangIndex(snap).members("default/g")
@@ -87,24 +88,24 @@ def test_index_counts_pending_held_bound_and_skips_terminating() -> None:
 
 
 def test_needed_requests_is_a_lower_bound_over_the_smallest_members() -> None:
-    small = PodInfo.from_k8s(member("a", "g", 2, gpus=1))
-    big = PodInfo.from_k8s(member("b", "g", 2, gpus=4))
+    small = pod_info(member("a", "g", 2, gpus=1))
+    big = pod_info(member("b", "g", 2, gpus=4))
     assert needed_requests([big, small], 1)[GPU] == 1
     assert needed_requests([big, small], 2)[GPU] == 5
     assert needed_requests([big, small], 2)["pods"] == 2
 
 
 def test_capacity_shortfall_counts_only_feasible_nodes_and_what_is_already_placed() -> None:
-    n1 = NodeInfo.build("n1", NodeFacts.from_k8s(gpu_node("n1", gpus=4)), [])
-    n2 = NodeInfo.build("n2", NodeFacts.from_k8s(gpu_node("n2", gpus=4)), [])
-    pending = [PodInfo.from_k8s(member(f"g-{i}", "g", 6)) for i in range(6)]
+    n1 = NodeInfo.build("n1", node_facts(gpu_node("n1", gpus=4)), [])
+    n2 = NodeInfo.build("n2", node_facts(gpu_node("n2", gpus=4)), [])
+    pending = [pod_info(member(f"g-{i}", "g", 6)) for i in range(6)]
     snap = _snapshot([n1, n2], pending)
     members = GangIndex(snap).members("default/g")
     assert capacity_shortfall("default/g", members, 6, snap, ["n1", "n2"]) == ""
     reason = capacity_shortfall("default/g", members, 6, snap, ["n1"])
     assert "gang default/g cannot fit" in reason and f"{GPU} 6 (free 4)" in reason and "1 node(s)" in reason
     # Two members already hold reservations on n1: only four more are needed, and n1 has 2 left.
-    held = [PodInfo.from_k8s(member(f"h-{i}", "g", 6)) for i in range(2)]
+    held = [pod_info(member(f"h-{i}", "g", 6)) for i in range(2)]
     for h in held:
         h.assumed = True
     n1_busy = NodeInfo.build("n1", n1.node, held)
@@ -116,15 +117,15 @@ def test_capacity_shortfall_counts_only_feasible_nodes_and_what_is_already_place
 
 def test_capacity_shortfall_counts_members_one_node_at_a_time() -> None:
     """Five members of 3 GPUs need 15 of the 16 free GPUs, but only one fits per 4-GPU node."""
-    nodes = [NodeInfo.build(f"n{i}", NodeFacts.from_k8s(gpu_node(f"n{i}", gpus=4)), []) for i in range(4)]
+    nodes = [NodeInfo.build(f"n{i}", node_facts(gpu_node(f"n{i}", gpus=4)), []) for i in range(4)]
     names = [n.name for n in nodes]
-    five = [PodInfo.from_k8s(member(f"g-{i}", "g", 5, gpus=3)) for i in range(5)]
+    five = [pod_info(member(f"g-{i}", "g", 5, gpus=3)) for i in range(5)]
     snap = _snapshot(nodes, five)
     reason = capacity_shortfall("default/g", GangIndex(snap).members("default/g"), 5, snap, names)
     assert "it needs 5 more member(s), but the 4 node(s) that pass its predicates have room for 4" in reason
     assert capacity_shortfall("default/g", GangIndex(snap).members("default/g"), 4, snap, names) == ""
     # Mixed sizes: the smallest member bounds how many fit per node, so a fitting mix passes.
-    mixed = [PodInfo.from_k8s(member(f"m-{i}", "m", 4, gpus=g)) for i, g in enumerate((1, 1, 3, 3))]
+    mixed = [pod_info(member(f"m-{i}", "m", 4, gpus=g)) for i, g in enumerate((1, 1, 3, 3))]
     snap2 = _snapshot(nodes[:2], mixed)
     assert capacity_shortfall("default/m", GangIndex(snap2).members("default/m"), 4, snap2, names[:2]) == ""
 
@@ -132,12 +133,12 @@ def test_capacity_shortfall_counts_members_one_node_at_a_time() -> None:
 def test_capacity_shortfall_counts_against_a_members_nodes_only_the_members_placed_like_it() -> None:
     """A driver with its own node selector, and four workers: the driver's one node has room for
     one member, which is all the quorum needs from the driver's kind; the workers need four."""
-    driver_node = NodeInfo.build("d", NodeFacts.from_k8s(gpu_node("d", gpus=4)), [])
-    workers_nodes = [NodeInfo.build(f"w{i}", NodeFacts.from_k8s(gpu_node(f"w{i}", gpus=4)), []) for i in range(2)]
+    driver_node = NodeInfo.build("d", node_facts(gpu_node("d", gpus=4)), [])
+    workers_nodes = [NodeInfo.build(f"w{i}", node_facts(gpu_node(f"w{i}", gpus=4)), []) for i in range(2)]
     driver_pod = member("driver", "job", 5, gpus=4)
     driver_pod["spec"]["nodeSelector"] = {"role": "driver"}
-    driver = PodInfo.from_k8s(driver_pod)
-    workers = [PodInfo.from_k8s(member(f"worker-{i}", "job", 5, gpus=2)) for i in range(4)]
+    driver = pod_info(driver_pod)
+    workers = [pod_info(member(f"worker-{i}", "job", 5, gpus=2)) for i in range(4)]
     snap = _snapshot([driver_node, *workers_nodes], [driver, *workers])
     members = GangIndex(snap).members("default/job")
     assert capacity_shortfall("default/job", members, 5, snap, ["d"], driver) == ""
@@ -151,12 +152,12 @@ def test_capacity_shortfall_counts_against_a_members_nodes_only_the_members_plac
 def test_index_cache_reuses_unchanged_nodes_and_sees_changed_ones() -> None:
     from extenders.gang.membership import GangIndexCache
 
-    facts = NodeFacts.from_k8s(gpu_node("n1"))
-    a = PodInfo.from_k8s(member("g-0", "g", 3))
-    b = PodInfo.from_k8s(member("g-1", "g", 3))
-    c = PodInfo.from_k8s(member("g-2", "g", 3))
+    facts = node_facts(gpu_node("n1"))
+    a = pod_info(member("g-0", "g", 3))
+    b = pod_info(member("g-1", "g", 3))
+    c = pod_info(member("g-2", "g", 3))
     n1 = NodeInfo.build("n1", facts, [a])
-    n2 = NodeInfo.build("n2", NodeFacts.from_k8s(gpu_node("n2")), [])
+    n2 = NodeInfo.build("n2", node_facts(gpu_node("n2")), [])
     cache = GangIndexCache()
     first = cache.get(_snapshot([n1, n2], [b, c]))
     assert (len(first.members("default/g").bound), len(first.members("default/g").pending)) == (1, 2)

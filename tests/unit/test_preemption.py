@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
+from extenders.convert import node_facts, pdb_info, pod_info
 from extenders.gang import gang_of_for
-from extenders.model import NodeFacts, NodeInfo, PDBInfo, PodInfo
+from extenders.model import NodeInfo, PodInfo
 from extenders.pdb import DisruptionBudgets, count_pdb_violations, pdb_matches
 from extenders.policy import default_policy
 from extenders.preemption import (
@@ -95,16 +96,16 @@ def pdb(name: str, match: dict[str, str] | None, allowed: int, ns: str = "defaul
 
 
 def snapshot(nodes: Sequence[Json], pods: Sequence[Json] = (), pdbs: Sequence[Json] = ()) -> Snapshot:
-    infos = [PodInfo.from_k8s(p) for p in pods]
+    infos = [pod_info(p) for p in pods]
     out = Snapshot(generation=1)
     for n in nodes:
-        facts = NodeFacts.from_k8s(n)
+        facts = node_facts(n)
         out.nodes[facts.name] = NodeInfo.build(facts.name, facts, [p for p in infos if p.node_name == facts.name])
     for p in infos:
         if not p.node_name:
             out.pending[p.uid] = p
     for d in pdbs:
-        info = PDBInfo.from_k8s(d)
+        info = pdb_info(d)
         out.pdbs[info.key] = info
     return out
 
@@ -326,12 +327,10 @@ def _run(case: Case, full_pods: bool) -> dict[str, tuple[list[str], int]]:
     by_name = {p["metadata"]["name"]: p for p in case.pods}
     victim_pods: dict[str, PodInfo] | None = None
     if full_pods:  # NodeNameToVictims: the full pods as kube-scheduler sent them
-        victim_pods = {
-            f"uid-{v}": PodInfo.from_k8s(by_name[v]) for vs in case.candidates.values() for v in vs if v in by_name
-        }
+        victim_pods = {f"uid-{v}": pod_info(by_name[v]) for vs in case.candidates.values() for v in vs if v in by_name}
     result = process_preemption(
         POLICY,
-        PodInfo.from_k8s(case.preemptor),
+        pod_info(case.preemptor),
         {n: uids(*vs) for n, vs in case.candidates.items()},
         snap,
         victim_pods=victim_pods,
@@ -357,27 +356,25 @@ def test_answer_keeps_candidate_order() -> None:
     pods = [pod(f"s{i}", f"n{i}", prio=10) for i in (1, 2, 3)]
     snap = snapshot(nodes, pods)
     cands = {"n2": uids("s2"), "n3": uids("s3"), "n1": uids("s1")}
-    result = process_preemption(POLICY, PodInfo.from_k8s(PREEMPTOR), cands, snap)
+    result = process_preemption(POLICY, pod_info(PREEMPTOR), cands, snap)
     assert list(result) == ["n2", "n3", "n1"]
 
 
 def test_preemption_policy_never_gets_no_candidates(caplog: pytest.LogCaptureFixture) -> None:
     snap = snapshot([node("n1", cpu="8", gpu=1)], [pod("s", "n1", prio=10)])
-    never = PodInfo.from_k8s(pod("high", prio=1000, gpu=1, policy="Never"))
+    never = pod_info(pod("high", prio=1000, gpu=1, policy="Never"))
     with caplog.at_level(logging.INFO, logger="extenders.preemption"):
         assert process_preemption(POLICY, never, {"n1": uids("s")}, snap) == {}
     assert "preemptionPolicy Never" in caplog.text
     # The same pod with the default policy is accepted there.
-    assert process_preemption(POLICY, PodInfo.from_k8s(PREEMPTOR), {"n1": uids("s")}, snap)
+    assert process_preemption(POLICY, pod_info(PREEMPTOR), {"n1": uids("s")}, snap)
 
 
 def test_full_pod_on_another_node_drops_the_node(caplog: pytest.LogCaptureFixture) -> None:
     snap = snapshot([node("n1", cpu="8", gpu=1)], [pod("s", "n1", prio=10)])
-    moved = PodInfo.from_k8s(pod("s", "n9", prio=10))
+    moved = pod_info(pod("s", "n9", prio=10))
     with caplog.at_level(logging.INFO, logger="extenders.preemption"):
-        out = process_preemption(
-            POLICY, PodInfo.from_k8s(PREEMPTOR), {"n1": uids("s")}, snap, victim_pods={"uid-s": moved}
-        )
+        out = process_preemption(POLICY, pod_info(PREEMPTOR), {"n1": uids("s")}, snap, victim_pods={"uid-s": moved})
     assert out == {}
     assert f"rule {RULE_UNKNOWN_VICTIM}" in caplog.text and "default/s" in caplog.text
 
@@ -385,7 +382,7 @@ def test_full_pod_on_another_node_drops_the_node(caplog: pytest.LogCaptureFixtur
 def test_unknown_node_is_logged(caplog: pytest.LogCaptureFixture) -> None:
     snap = snapshot([node("n1", cpu="8", gpu=1)], [pod("s", "n1", prio=10)])
     with caplog.at_level(logging.INFO, logger="extenders.preemption"):
-        out = process_preemption(POLICY, PodInfo.from_k8s(PREEMPTOR), {"ghost": uids("s")}, snap)
+        out = process_preemption(POLICY, pod_info(PREEMPTOR), {"ghost": uids("s")}, snap)
     assert out == {}
     assert "dropped node ghost" in caplog.text and f"rule {RULE_UNKNOWN_NODE}" in caplog.text
 
@@ -425,7 +422,7 @@ def test_gang_breaking_candidate_dropped_when_another_breaks_none(caplog: pytest
     # g has 3 bound members (g-1, g-2, g-3): losing one keeps it at its minimum.
     cands: dict[str, list[str]] = {"n1": [], "n2": [], "n4": []}
     with caplog.at_level(logging.INFO, logger="extenders.preemption"):
-        out = process_preemption(POLICY, PodInfo.from_k8s(PREEMPTOR), cands, snap)
+        out = process_preemption(POLICY, pod_info(PREEMPTOR), cands, snap)
     assert names(out) == {"n1": (["g-1"], 0), "n2": (["h-1"], 0), "n4": (["plain"], 0)}
     assert "rule gang" not in caplog.text
 
@@ -433,7 +430,7 @@ def test_gang_breaking_candidate_dropped_when_another_breaks_none(caplog: pytest
     big = pod("high", prio=1000, cpu="2", gpu=1)
     cands = {"n3": [], "n4": []}
     with caplog.at_level(logging.INFO, logger="extenders.preemption"):
-        out = process_preemption(POLICY, PodInfo.from_k8s(big), cands, snap)
+        out = process_preemption(POLICY, pod_info(big), cands, snap)
     assert names(out) == {"n4": (["plain"], 0)}
     assert f"dropped node n3 (rule {RULE_GANG_AVOIDABLE})" in caplog.text
     assert "default/k" in caplog.text
@@ -450,7 +447,7 @@ def test_gang_fewest_broken_kept_when_every_candidate_breaks_one(caplog: pytest.
     snap = snapshot(nodes, pods)
     big = pod("high", prio=1000, cpu="2", gpu=1)
     with caplog.at_level(logging.INFO, logger="extenders.preemption"):
-        out = process_preemption(POLICY, PodInfo.from_k8s(big), {"n2": [], "n1": []}, snap)
+        out = process_preemption(POLICY, pod_info(big), {"n2": [], "n1": []}, snap)
     assert names(out) == {"n1": (["a-1"], 0)}
     assert f"dropped node n2 (rule {RULE_GANG_FEWEST})" in caplog.text
 
@@ -466,7 +463,7 @@ def test_gang_already_below_minimum_or_leaving_members_do_not_count() -> None:
         gang_pod("d-1", "n2", "d", 1),
     ]
     snap = snapshot(nodes, pods)
-    out = process_preemption(POLICY, PodInfo.from_k8s(PREEMPTOR), {"n1": [], "n2": []}, snap)
+    out = process_preemption(POLICY, pod_info(PREEMPTOR), {"n1": [], "n2": []}, snap)
     assert names(out) == {"n1": (["c-1"], 0)}
 
 
@@ -479,30 +476,30 @@ def test_gang_of_callable_is_used_instead_of_labels() -> None:
         calls.append(p.name)
         return ("default/solo", 1) if p.name == "plain" else None
 
-    out = process_preemption(POLICY, PodInfo.from_k8s(PREEMPTOR), {"n1": [], "n4": []}, snap, gang_of=gang_of)
+    out = process_preemption(POLICY, pod_info(PREEMPTOR), {"n1": [], "n4": []}, snap, gang_of=gang_of)
     assert names(out) == {"n1": (["g-1"], 0)}
     assert "plain" in calls
 
 
 # ------------------------------------------------------------------ PDB helpers and ordering
 def test_pdb_budget_charges_every_matching_pdb() -> None:
-    pdbs = [PDBInfo.from_k8s(pdb("a", {"app": "x"}, 1)), PDBInfo.from_k8s(pdb("b", {"tier": "t"}, 0))]
-    p1 = PodInfo.from_k8s(pod("p1", labels={"app": "x"}))
-    p2 = PodInfo.from_k8s(pod("p2", labels={"app": "x", "tier": "t"}))
-    p3 = PodInfo.from_k8s(pod("p3", labels={"app": "x"}))
+    pdbs = [pdb_info(pdb("a", {"app": "x"}, 1)), pdb_info(pdb("b", {"tier": "t"}, 0))]
+    p1 = pod_info(pod("p1", labels={"app": "x"}))
+    p2 = pod_info(pod("p2", labels={"app": "x", "tier": "t"}))
+    p3 = pod_info(pod("p3", labels={"app": "x"}))
     budgets = DisruptionBudgets(pdbs)
     assert [budgets.charge(p) for p in (p1, p2, p3)] == [False, True, True]
     assert count_pdb_violations([p1, p2, p3], pdbs) == 2
-    assert not pdb_matches(pdbs[0], PodInfo.from_k8s(pod("nolabels")))
-    assert not pdb_matches(pdbs[0], PodInfo.from_k8s(pod("ns", ns="other", labels={"app": "x"})))
+    assert not pdb_matches(pdbs[0], pod_info(pod("nolabels")))
+    assert not pdb_matches(pdbs[0], pod_info(pod("ns", ns="other", labels={"app": "x"})))
 
 
 def test_importance_order() -> None:
     pods = [
-        PodInfo.from_k8s(pod("no-start", prio=5)),
-        PodInfo.from_k8s(pod("late", prio=5, start="2026-02-01T00:00:00Z")),
-        PodInfo.from_k8s(pod("early", prio=5, start="2026-01-01T00:00:00+00:00")),
-        PodInfo.from_k8s(pod("high", prio=9)),
+        pod_info(pod("no-start", prio=5)),
+        pod_info(pod("late", prio=5, start="2026-02-01T00:00:00Z")),
+        pod_info(pod("early", prio=5, start="2026-01-01T00:00:00+00:00")),
+        pod_info(pod("high", prio=9)),
     ]
     assert [p.name for p in sorted(pods, key=importance_key)] == ["high", "early", "late", "no-start"]
 
@@ -529,11 +526,9 @@ def test_captured_full_victims_body() -> None:
         nodes.append(node(name, cpu="4", gpu=1))
         pods.append(pod(f"gpu-{name}", name, prio=100, cpu="100m", gpu=1, start="2026-11-20T21:55:00Z"))
     snap = snapshot(nodes, pods, [pdb("protected", {"pdb": "protected"}, 0, ns="harness")])
-    preemptor = PodInfo.from_k8s(body["Pod"])
+    preemptor = pod_info(body["Pod"])
     cands = {n: [p["metadata"]["uid"] for p in e["Pods"]] for n, e in body["NodeNameToVictims"].items()}
-    out = process_preemption(
-        POLICY, preemptor, cands, snap, victim_pods={u: PodInfo.from_k8s(p) for u, p in victims.items()}
-    )
+    out = process_preemption(POLICY, preemptor, cands, snap, victim_pods={u: pod_info(p) for u, p in victims.items()})
     assert list(out) == list(cands)
     for name, meta in out.items():
         assert meta.uids == [*cands[name], f"uid-gpu-{name}"]
@@ -555,5 +550,5 @@ def test_captured_meta_victims_body_with_unknown_victims() -> None:
             pods.append(p)
     snap = snapshot(nodes, pods)
     cands = {n: [p["UID"] for p in e["Pods"]] for n, e in meta.items()}
-    out = process_preemption(POLICY, PodInfo.from_k8s(body["Pod"]), cands, snap)
+    out = process_preemption(POLICY, pod_info(body["Pod"]), cands, snap)
     assert {n: m.uids for n, m in out.items()} == {n: cands[n] for n in ("node-a", "node-b")}

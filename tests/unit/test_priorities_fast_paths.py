@@ -9,7 +9,8 @@ from collections import Counter
 import pytest
 
 from extenders import engine
-from extenders.model import NodeFacts, NodeInfo, PodInfo
+from extenders.convert import pod_info
+from extenders.model import NodeFacts, NodeInfo
 from extenders.plugins.framework import ScoringContext
 from extenders.plugins.node_resources.terms import resource_rows, resource_terms
 from extenders.plugins.registry import SCORERS
@@ -26,7 +27,7 @@ def _check(seed: int) -> dict[str, bool]:
     rng = random.Random(seed)
     cluster = gen_cluster(rng)
     snapshot = build_snapshot(cluster)
-    pod = PodInfo.from_k8s(gen_incoming_pod(rng, cluster))
+    pod = pod_info(gen_incoming_pod(rng, cluster))
     if seed % 2:
         node_affinity = {
             **(pod.affinity.get("nodeAffinity") or {}),

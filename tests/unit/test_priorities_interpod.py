@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from extenders.model import NodeFacts, NodeInfo, PodInfo
+from extenders.convert import node_facts, pod_info
+from extenders.model import NodeInfo, PodInfo
 from extenders.plugins.framework import ScoringContext
 from extenders.plugins.registry import SCORERS
 from extenders.snapshot import Snapshot
@@ -27,7 +28,7 @@ def pod(
     spec: dict[str, Any] = {"nodeName": node, "containers": [{"name": "c", "image": "busybox"}]}
     if affinity:
         spec["affinity"] = affinity
-    return PodInfo.from_k8s(
+    return pod_info(
         {"metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}", "labels": labels or {}}, "spec": spec}
     )
 
@@ -36,7 +37,7 @@ def node(name: str, zone: str | None, pods: list[PodInfo] | None = None) -> Node
     labels = {HOST: name}
     if zone:
         labels[ZONE] = zone
-    return NodeInfo.build(name, NodeFacts.from_k8s({"metadata": {"name": name, "labels": labels}}), pods or [])
+    return NodeInfo.build(name, node_facts({"metadata": {"name": name, "labels": labels}}), pods or [])
 
 
 def term(app: str, key: str = ZONE, **extra: Any) -> dict[str, Any]:
@@ -148,9 +149,7 @@ def test_nothing_to_count_scores_zero_everywhere() -> None:
 
 
 def test_unlabelled_nodes_and_missing_topology_keys_contribute_nothing() -> None:
-    bare = NodeInfo.build(
-        "bare", NodeFacts.from_k8s({"metadata": {"name": "bare"}}), [pod("db", "bare", {"app": "db"})]
-    )
+    bare = NodeInfo.build("bare", node_facts({"metadata": {"name": "bare"}}), [pod("db", "bare", {"app": "db"})])
     nodes = [bare, node("n1", None, [pod("db2", "n1", {"app": "db"})]), node("n2", "a")]
     incoming = pod("in", affinity={"podAffinity": {PREFERRED: [weighted(5, "db")]}})
     raw, _ = run(incoming, nodes)

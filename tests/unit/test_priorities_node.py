@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from extenders.model import NodeFacts, NodeInfo, PodInfo
+from extenders.convert import node_facts, pod_info
+from extenders.model import NodeInfo, PodInfo
 from extenders.plugins.framework import ScoringContext
 from extenders.plugins.image_locality import image_priority, normalized_image_name
 from extenders.plugins.node_prefer_avoid_pods import avoided_controllers
@@ -23,7 +24,7 @@ def pod(spec: dict[str, Any] | None = None, owner: dict[str, Any] | None = None)
     meta: dict[str, Any] = {"name": "in", "namespace": "default", "uid": "uid-in"}
     if owner:
         meta["ownerReferences"] = [{"apiVersion": "apps/v1", "controller": True, **owner}]
-    return PodInfo.from_k8s({"metadata": meta, "spec": body})
+    return pod_info({"metadata": meta, "spec": body})
 
 
 def node(
@@ -33,7 +34,7 @@ def node(
     images: list[tuple[list[str], int]] | None = None,
     annotations: dict[str, str] | None = None,
 ) -> NodeInfo:
-    facts = NodeFacts.from_k8s(
+    facts = node_facts(
         {
             "metadata": {"name": name, "labels": labels or {}, "annotations": annotations or {}},
             "spec": {"taints": taints or []},

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from extenders.model import NodeFacts, NodeInfo, PodInfo
+from extenders.convert import node_facts, pod_info
+from extenders.model import NodeInfo, PodInfo
 from extenders.plugins.framework import MAX_PRIORITY, ScoringContext
 from extenders.plugins.registry import SCORERS
 from extenders.snapshot import Snapshot
@@ -38,7 +39,7 @@ def _cluster(seed: int) -> tuple[Snapshot, list[NodeInfo], PodInfo]:
     for i in range(12):
         name = f"n{i}"
         pods = [
-            PodInfo.from_k8s(
+            pod_info(
                 {
                     "metadata": {
                         "name": f"{name}-p{j}",
@@ -80,7 +81,7 @@ def _cluster(seed: int) -> tuple[Snapshot, list[NodeInfo], PodInfo]:
             )
             for j in range(rng.randint(0, 4))
         ]
-        facts = NodeFacts.from_k8s(
+        facts = node_facts(
             {
                 "metadata": {
                     "name": name,
@@ -130,7 +131,7 @@ def _cluster(seed: int) -> tuple[Snapshot, list[NodeInfo], PodInfo]:
             }
         ],
     }
-    incoming = PodInfo.from_k8s(
+    incoming = pod_info(
         {
             "metadata": {
                 "name": "in",

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from extenders.model import NodeFacts, NodeInfo, PodInfo
+from extenders.convert import node_facts, pod_info
+from extenders.model import NodeInfo, PodInfo
 from extenders.plugins.framework import ScoringContext
 from extenders.plugins.node_resources.balanced_allocation import balance_score
 from extenders.plugins.registry import SCORERS
@@ -24,7 +25,7 @@ def pod(name: str, requests: dict[str, str] | None = None, node: str = "") -> Po
     """A pod with one container and these requests ("gpu" stands for example.com/gpu)."""
     req = {GPU if k == "gpu" else k: v for k, v in (requests or {}).items()}
     resources: dict[str, Any] = {"requests": req} if req else {}
-    return PodInfo.from_k8s(
+    return pod_info(
         {
             "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
             "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busybox", "resources": resources}]},
@@ -34,7 +35,7 @@ def pod(name: str, requests: dict[str, str] | None = None, node: str = "") -> Po
 
 def node(name: str, allocatable: dict[str, str], pods: list[PodInfo] | None = None) -> NodeInfo:
     alloc = {GPU if k == "gpu" else k: v for k, v in allocatable.items()}
-    facts = NodeFacts.from_k8s({"metadata": {"name": name}, "status": {"allocatable": alloc}})
+    facts = node_facts({"metadata": {"name": name}, "status": {"allocatable": alloc}})
     return NodeInfo.build(name, facts, pods or [])
 
 

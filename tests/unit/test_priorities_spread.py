@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from extenders.model import NodeFacts, NodeInfo, PodInfo
+from extenders.convert import node_facts, pod_info
+from extenders.model import NodeInfo, PodInfo
 from extenders.plugins.framework import ScoringContext
 from extenders.plugins.registry import SCORERS
 from extenders.plugins.selector_spread import zone_key
@@ -35,7 +36,7 @@ def pod(
     if deleting:
         meta["deletionTimestamp"] = "2024-01-01T00:00:00Z"
     body = {"nodeName": node, "containers": [{"name": "c", "image": "busybox"}], **(spec or {})}
-    return PodInfo.from_k8s({"metadata": meta, "spec": body})
+    return pod_info({"metadata": meta, "spec": body})
 
 
 def node(
@@ -44,7 +45,7 @@ def node(
     pods: list[PodInfo] | None = None,
     taints: list[dict[str, str]] | None = None,
 ) -> NodeInfo:
-    facts = NodeFacts.from_k8s(
+    facts = node_facts(
         {"metadata": {"name": name, "labels": {HOST: name, **(labels or {})}}, "spec": {"taints": taints or []}}
     )
     return NodeInfo.build(name, facts, pods or [])

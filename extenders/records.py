@@ -1,0 +1,206 @@
+"""How the scheduling view is stored in Redis: one table per type names each record key once.
+
+Records are compact JSON objects. A field equal to its default is left out, so most pod
+records carry a handful of keys; decoding passes only the keys present and lets the
+dataclass fill in the rest. Lua scripts treat these records as opaque bytes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Generic, TypeVar
+
+import orjson
+
+from extenders.model import HostPort, NodeFacts, Owner, PDBInfo, PodGroupInfo, PodInfo, Taint
+
+T = TypeVar("T")
+Convert = Callable[[Any], Any]
+
+# The node hash field holding the NodeFacts record; pod records sit beside it under their uid,
+# and fields starting with "_" are bookkeeping the snapshot does not read.
+NODE_FIELD = "_node"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Column:
+    """One attribute stored under ``key``, converted on the way in and out when JSON cannot hold it."""
+
+    key: str
+    attr: str
+    encode: Convert | None = None
+    decode: Convert | None = None
+
+
+_MISSING = object()
+
+
+class RecordCodec(Generic[T]):
+    """Encodes a dataclass to a record and back by its column table."""
+
+    def __init__(self, cls: type[T], columns: Iterable[Column]) -> None:
+        self.cls = cls
+        self.columns = tuple(columns)
+        fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        unknown = [c.attr for c in self.columns if c.attr not in fields]
+        if unknown:
+            raise TypeError(f"{cls.__name__} has no attribute(s) {unknown}")
+        # attr -> default value, or _MISSING for a required attribute (always written).
+        self._defaults: dict[str, Any] = {}
+        for column in self.columns:
+            f = fields[column.attr]
+            if f.default is not dataclasses.MISSING:
+                self._defaults[column.attr] = f.default
+            elif f.default_factory is not dataclasses.MISSING:
+                self._defaults[column.attr] = f.default_factory()
+            else:
+                self._defaults[column.attr] = _MISSING
+        self._by_key = {c.key: c for c in self.columns}
+        self._plan = tuple((c.attr, c.key, c.encode, self._defaults[c.attr]) for c in self.columns)
+
+    def encode(self, obj: T) -> dict[str, Any]:
+        record: dict[str, Any] = {}
+        for attr, key, convert, default in self._plan:
+            value = getattr(obj, attr)
+            if default is not _MISSING and value == default:
+                continue
+            record[key] = convert(value) if convert is not None else value
+        return record
+
+    def decode(self, record: Mapping[str, Any], **extra: Any) -> T:
+        """``extra``: attributes kept outside the record (a hash key, a separately stored version)."""
+        values = dict(extra)
+        by_key = self._by_key
+        for key, value in record.items():
+            column = by_key.get(key)
+            if column is not None:
+                values[column.attr] = column.decode(value) if column.decode is not None else value
+        return self.cls(**values)
+
+    def dumps(self, obj: T) -> bytes:
+        return orjson.dumps(self.encode(obj))
+
+    def loads(self, raw: bytes | str, **extra: Any) -> T:
+        return self.decode(orjson.loads(raw), **extra)
+
+
+def _ports_out(ports: list[HostPort]) -> list[list[Any]]:
+    return [list(p) for p in ports]
+
+
+def _ports_in(rows: list[list[Any]]) -> list[HostPort]:
+    return [(p[0], p[1], int(p[2])) for p in rows]
+
+
+def _owner_out(owner: Owner | None) -> list[str] | None:
+    return [owner.kind, owner.name, owner.uid] if owner is not None else None
+
+
+def _owner_in(row: list[str] | None) -> Owner | None:
+    return Owner(row[0], row[1], row[2]) if row else None
+
+
+def _taints_out(taints: list[Taint]) -> list[list[str]]:
+    return [[t.key, t.value, t.effect] for t in taints]
+
+
+def _taints_in(rows: list[list[str]]) -> list[Taint]:
+    return [Taint(t[0], t[1], t[2]) for t in rows]
+
+
+POD = RecordCodec(
+    PodInfo,
+    [
+        Column("ns", "namespace"),
+        Column("n", "name"),
+        Column("u", "uid"),
+        Column("l", "labels"),
+        Column("a", "annotations"),
+        Column("node", "node_name"),
+        Column("ph", "phase"),
+        Column("pr", "priority"),
+        Column("pp", "preemption_policy"),
+        Column("sn", "scheduler_name"),
+        Column("r", "requests"),
+        Column("nzc", "nonzero_cpu"),
+        Column("nzm", "nonzero_memory"),
+        Column("be", "best_effort"),
+        Column("hp", "host_ports", _ports_out, _ports_in),
+        Column("ns_sel", "node_selector"),
+        Column("aff", "affinity"),
+        Column("tol", "tolerations"),
+        Column("tsc", "topology_spread"),
+        Column("vol", "volumes"),
+        Column("img", "images"),
+        Column("del", "deletion_timestamp"),
+        Column("ct", "creation_timestamp"),
+        Column("st", "start_time"),
+        Column("own", "owner", _owner_out, _owner_in),
+        Column("as", "assumed"),
+    ],
+)
+
+# The resourceVersion is stored beside the hash (P:noderv), so a heartbeat does not rewrite the record.
+NODE = RecordCodec(
+    NodeFacts,
+    [
+        Column("name", "name"),
+        Column("uid", "uid"),
+        Column("labels", "labels"),
+        Column("ann", "annotations"),
+        Column("taints", "taints", _taints_out, _taints_in),
+        Column("unsched", "unschedulable"),
+        Column("cond", "conditions"),
+        Column("alloc", "allocatable"),
+        Column("img", "images"),
+    ],
+)
+
+PDB = RecordCodec(
+    PDBInfo,
+    [
+        Column("ns", "namespace"),
+        Column("n", "name"),
+        Column("sel", "selector"),
+        Column("da", "disruptions_allowed"),
+        Column("rv", "resource_version"),
+    ],
+)
+
+# Stored under its namespace/name key, which decoding passes back in.
+PODGROUP = RecordCodec(
+    PodGroupInfo,
+    [
+        Column("minMember", "min_member"),
+        Column("creationTimestamp", "creation_timestamp"),
+        Column("scheduleTimeoutSeconds", "schedule_timeout_seconds"),
+    ],
+)
+
+
+def podgroup_from(key: str, raw: bytes | str) -> PodGroupInfo:
+    namespace, _, name = key.partition("/")
+    return PODGROUP.loads(raw, namespace=namespace, name=name)
+
+
+def reserved_pod(pod: PodInfo, node: str) -> bytes:
+    """The record of ``pod`` assumed on ``node``: what a reservation writes before the watch confirms it."""
+    return POD.dumps(dataclasses.replace(pod, node_name=node, assumed=True))
+
+
+PodDecoder = Callable[[str, bytes], PodInfo]
+
+
+def decode_node_hash(
+    fields: Mapping[str, bytes], resource_version: str, decode_pod: PodDecoder | None = None
+) -> tuple[NodeFacts | None, dict[str, PodInfo]]:
+    """A node's Redis hash as (facts, pods by uid); ``decode_pod(uid, raw)`` may reuse earlier decodes."""
+    facts: NodeFacts | None = None
+    pods: dict[str, PodInfo] = {}
+    for key, raw in fields.items():
+        if key == NODE_FIELD:
+            facts = NODE.loads(raw, resource_version=resource_version)
+        elif not key.startswith("_"):
+            pods[key] = decode_pod(key, raw) if decode_pod is not None else POD.loads(raw)
+    return facts, pods
