@@ -166,3 +166,23 @@ def test_a_sealed_snapshot_reuses_its_summary_without_a_walk(monkeypatch: Any) -
     assert derived is not first
     assert nxt.summary() is derived
     assert len(walks) == 2
+
+
+def _zone(info: NodeInfo) -> str | None:
+    return info.node.labels.get("zone") if info.node is not None else None
+
+
+def test_columns_are_patched_for_changed_nodes_only() -> None:
+    nodes = [make_node(f"n{i}", labels={"zone": f"z{i % 2}"}) for i in range(6)]
+    first = Snapshot(nodes={n.name: n for n in nodes})
+    before = first.summary().column("zone", _zone)
+    assert before == {f"n{i}": f"z{i % 2}" for i in range(6)}
+
+    changed = dict(first.nodes)
+    changed["n1"] = NodeInfo.build("n1", NodeFacts(name="n1", labels={"zone": "z9"}), [])
+    changed["n2"] = NodeInfo.build("n2", NodeFacts(name="n2", labels={}), [])
+    changed["n3"] = NodeInfo.build("n3", None, [])
+    after = Snapshot(nodes=changed, summary_seed=first.seed()).summary().column("zone", _zone)
+
+    assert after == {"n0": "z0", "n1": "z9", "n4": "z0", "n5": "z1"}
+    assert before == {f"n{i}": f"z{i % 2}" for i in range(6)}  # the old table's column is untouched

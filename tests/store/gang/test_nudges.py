@@ -16,7 +16,7 @@ from extenders.gang.state import ArriveStatus, FilterStatus, GangStore
 from extenders.model import PodInfo
 from extenders.store import Store
 from tests.gang_support import gpu_node, seed
-from tests.store.test_gang_state import arrive, gangs, pods
+from tests.store.gang.test_state import arrive, gangs, pods
 
 
 @pytest.fixture
