@@ -18,36 +18,29 @@ from extenders.snapshot import Snapshot
 
 REASON = "node(s) had no available disk"
 _FAIL = Verdict(False, REASON)
-_KINDS = ("gcePersistentDisk", "awsElasticBlockStore", "rbd", "iscsi")
+# Volume kinds compared by one identifying field: (kind, field, whether two read-only mounts may share it).
+_BY_ID = (("gcePersistentDisk", "pdName", True), ("awsElasticBlockStore", "volumeID", False), ("iscsi", "iqn", True))
+_KINDS = (*(kind for kind, _, _ in _BY_ID), "rbd")
+
+
+def _both_read_only(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    return bool(a.get("readOnly") and b.get("readOnly"))
 
 
 def volumes_conflict(volume: Mapping[str, Any], existing: Mapping[str, Any]) -> bool:
     """Whether mounting ``volume`` next to an already mounted ``existing`` is refused."""
-    gce, other_gce = volume.get("gcePersistentDisk"), existing.get("gcePersistentDisk")
-    if (
-        gce is not None
-        and other_gce is not None
-        and gce.get("pdName") == other_gce.get("pdName")
-        and not (gce.get("readOnly") and other_gce.get("readOnly"))
-    ):
-        return True
-    ebs, other_ebs = volume.get("awsElasticBlockStore"), existing.get("awsElasticBlockStore")
-    if ebs is not None and other_ebs is not None and ebs.get("volumeID") == other_ebs.get("volumeID"):
-        return True
-    iscsi, other_iscsi = volume.get("iscsi"), existing.get("iscsi")
-    if (
-        iscsi is not None
-        and other_iscsi is not None
-        and iscsi.get("iqn") == other_iscsi.get("iqn")
-        and not (iscsi.get("readOnly") and other_iscsi.get("readOnly"))
-    ):
-        return True
+    for kind, field, read_only_shares in _BY_ID:
+        mine, theirs = volume.get(kind), existing.get(kind)
+        if mine is None or theirs is None or mine.get(field) != theirs.get(field):
+            continue
+        if not (read_only_shares and _both_read_only(mine, theirs)):
+            return True
     rbd, other_rbd = volume.get("rbd"), existing.get("rbd")
     if rbd is not None and other_rbd is not None:
         same_pool = (rbd.get("pool") or "rbd") == (other_rbd.get("pool") or "rbd")
         same_image = same_pool and rbd.get("image") == other_rbd.get("image")
         overlap = bool(set(rbd.get("monitors") or []) & set(other_rbd.get("monitors") or []))
-        if same_image and overlap and not (rbd.get("readOnly") and other_rbd.get("readOnly")):
+        if same_image and overlap and not _both_read_only(rbd, other_rbd):
             return True
     return False
 

@@ -24,6 +24,7 @@ from typing import Any
 from extenders.labels import AffinityTerm, compile_affinity_terms, required_pod_affinity_terms
 from extenders.model import NodeInfo, PodInfo
 from extenders.plugins.framework import FIT, SKIP, Verdict
+from extenders.plugins.inter_pod_affinity.terms import by_namespace, may_select
 from extenders.snapshot import Snapshot
 from extenders.snapshot.pod_query import PodQuery, term_query
 from extenders.snapshot.summary import infos_named
@@ -85,15 +86,11 @@ def existing_anti_terms(node: NodeInfo) -> AntiTerms:
     """
     found: AntiTerms | None = node.derived.get(_ANTI_TERMS)
     if found is None:
-        found = {}
-        for existing in node.pods_with_required_anti_affinity:
-            for term in pod_anti_affinity_terms(existing):
-                entry = (term, existing.uid)
-                if term.namespace_selector is not None:
-                    found.setdefault(None, []).append(entry)
-                else:
-                    for ns in term.namespaces:
-                        found.setdefault(ns, []).append(entry)
+        found = by_namespace(
+            (term, existing.uid)
+            for existing in node.pods_with_required_anti_affinity
+            for term in pod_anti_affinity_terms(existing)
+        )
         node.derived[_ANTI_TERMS] = found
     return found
 
@@ -102,10 +99,7 @@ def _anti_test(namespace: str) -> Callable[[NodeInfo], bool]:
     """Whether a node holds an anti-affinity term that can select a pod in ``namespace``."""
 
     def test(node: NodeInfo) -> bool:
-        if not node.pods_with_required_anti_affinity:
-            return False
-        by_namespace = existing_anti_terms(node)
-        return namespace in by_namespace or None in by_namespace
+        return bool(node.pods_with_required_anti_affinity) and may_select(existing_anti_terms(node), namespace)
 
     return test
 

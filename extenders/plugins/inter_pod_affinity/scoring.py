@@ -27,6 +27,7 @@ from extenders.labels import AffinityTerm, SelectorError, compile_affinity_term
 from extenders.model import NodeInfo, PodInfo
 from extenders.plugins.framework import ConstantScore, ScoringContext, summary_of
 from extenders.plugins.helper.normalize import constant, min_max
+from extenders.plugins.inter_pod_affinity.terms import by_namespace, may_select
 from extenders.snapshot import Snapshot
 from extenders.snapshot.pod_query import PodQuery, term_query
 from extenders.snapshot.summary import infos_named
@@ -117,20 +118,12 @@ def existing_scoring_terms(node: NodeInfo) -> ScoringTerms:
     """
     found: ScoringTerms | None = node.derived.get(_SCORING_TERMS)
     if found is None:
-        found = {}
+        entries: list[tuple[AffinityTerm, int | None, str]] = []
         for other in node.pods_with_affinity:
             theirs = cached_pod_terms(other)
-            entries: list[tuple[AffinityTerm, int | None, str]] = [
-                (term, None, other.uid) for term in theirs.required_affinity
-            ]
+            entries.extend((term, None, other.uid) for term in theirs.required_affinity)
             entries.extend((term, weight, other.uid) for weight, term in theirs.preferred)
-            for entry in entries:
-                term = entry[0]
-                if term.namespace_selector is not None:
-                    found.setdefault(None, []).append(entry)
-                else:
-                    for ns in term.namespaces:
-                        found.setdefault(ns, []).append(entry)
+        found = by_namespace(entries)
         node.derived[_SCORING_TERMS] = found
     return found
 
@@ -139,10 +132,7 @@ def _terms_test(namespace: str) -> Callable[[NodeInfo], bool]:
     """Whether a node holds a scoring term that can select a pod in ``namespace``."""
 
     def test(node: NodeInfo) -> bool:
-        if not node.pods_with_affinity:
-            return False
-        by_namespace = existing_scoring_terms(node)
-        return namespace in by_namespace or None in by_namespace
+        return bool(node.pods_with_affinity) and may_select(existing_scoring_terms(node), namespace)
 
     return test
 

@@ -6,12 +6,10 @@ from typing import Any
 
 import pytest
 
-from extenders.convert import node_facts, pod_info
-from extenders.model import NodeInfo, PodInfo
-from extenders.plugins.framework import ScoringContext, Verdict
-from extenders.plugins.registry import SCORERS
-from extenders.snapshot import Snapshot
+from extenders.plugins.framework import Verdict
 from tests.gen_cluster import make_node, make_pod, run_predicate
+from tests.unit.plugins.node_facts import node, pod
+from tests.unit.plugins.scoring import run
 
 SELECTOR_FAIL = Verdict(False, "node(s) didn't match Pod's node affinity/selector", True)
 
@@ -63,48 +61,6 @@ NODE_LABELS = {"zone": "z1", "disk": "ssd", "cores": "8"}
 def test_match_node_selector(spec: dict[str, Any], fit: bool) -> None:
     verdict = run_predicate("MatchNodeSelector", make_pod(spec=spec), make_node("n1", labels=NODE_LABELS))
     assert verdict == (Verdict(True) if fit else SELECTOR_FAIL)
-
-
-CTX = ScoringContext(resource_weights={"cpu": 1, "memory": 1})
-
-
-def pod(spec: dict[str, Any] | None = None, owner: dict[str, Any] | None = None) -> PodInfo:
-    body: dict[str, Any] = {"containers": [{"name": "c", "image": "busybox"}], **(spec or {})}
-    meta: dict[str, Any] = {"name": "in", "namespace": "default", "uid": "uid-in"}
-    if owner:
-        meta["ownerReferences"] = [{"apiVersion": "apps/v1", "controller": True, **owner}]
-    return pod_info({"metadata": meta, "spec": body})
-
-
-def node(
-    name: str,
-    labels: dict[str, str] | None = None,
-    taints: list[dict[str, str]] | None = None,
-    images: list[tuple[list[str], int]] | None = None,
-    annotations: dict[str, str] | None = None,
-) -> NodeInfo:
-    facts = node_facts(
-        {
-            "metadata": {"name": name, "labels": labels or {}, "annotations": annotations or {}},
-            "spec": {"taints": taints or []},
-            "status": {
-                "allocatable": {"cpu": "4", "memory": "8Gi"},
-                "images": [{"names": names, "sizeBytes": size} for names, size in images or []],
-            },
-        }
-    )
-    return NodeInfo.build(name, facts, [])
-
-
-def run(
-    name: str, incoming: PodInfo, nodes: list[NodeInfo], extra: list[NodeInfo] | None = None
-) -> tuple[dict[str, float], dict[str, float]]:
-    """Score the candidates ``nodes``; ``extra`` nodes are in the snapshot but not candidates."""
-    priority = SCORERS[name]
-    snapshot = Snapshot(nodes={n.name: n for n in [*nodes, *(extra or [])]})
-    state = priority.prepare(incoming, snapshot, nodes, CTX)
-    raw = {n.name: priority.score(incoming, n, state, CTX) for n in nodes}
-    return raw, priority.normalize(raw, state)
 
 
 def _preferred(*terms: tuple[int, dict[str, Any]]) -> dict[str, Any]:

@@ -7,53 +7,9 @@ from typing import Any
 
 import pytest
 
-from extenders.convert import node_facts, pod_info
-from extenders.model import NodeInfo, PodInfo
-from extenders.plugins.framework import ScoringContext
 from extenders.plugins.node_prefer_avoid_pods import avoided_controllers
-from extenders.plugins.registry import SCORERS
-from extenders.snapshot import Snapshot
-
-CTX = ScoringContext(resource_weights={"cpu": 1, "memory": 1})
-
-
-def pod(spec: dict[str, Any] | None = None, owner: dict[str, Any] | None = None) -> PodInfo:
-    body: dict[str, Any] = {"containers": [{"name": "c", "image": "busybox"}], **(spec or {})}
-    meta: dict[str, Any] = {"name": "in", "namespace": "default", "uid": "uid-in"}
-    if owner:
-        meta["ownerReferences"] = [{"apiVersion": "apps/v1", "controller": True, **owner}]
-    return pod_info({"metadata": meta, "spec": body})
-
-
-def node(
-    name: str,
-    labels: dict[str, str] | None = None,
-    taints: list[dict[str, str]] | None = None,
-    images: list[tuple[list[str], int]] | None = None,
-    annotations: dict[str, str] | None = None,
-) -> NodeInfo:
-    facts = node_facts(
-        {
-            "metadata": {"name": name, "labels": labels or {}, "annotations": annotations or {}},
-            "spec": {"taints": taints or []},
-            "status": {
-                "allocatable": {"cpu": "4", "memory": "8Gi"},
-                "images": [{"names": names, "sizeBytes": size} for names, size in images or []],
-            },
-        }
-    )
-    return NodeInfo.build(name, facts, [])
-
-
-def run(
-    name: str, incoming: PodInfo, nodes: list[NodeInfo], extra: list[NodeInfo] | None = None
-) -> tuple[dict[str, float], dict[str, float]]:
-    """Score the candidates ``nodes``; ``extra`` nodes are in the snapshot but not candidates."""
-    priority = SCORERS[name]
-    snapshot = Snapshot(nodes={n.name: n for n in [*nodes, *(extra or [])]})
-    state = priority.prepare(incoming, snapshot, nodes, CTX)
-    raw = {n.name: priority.score(incoming, n, state, CTX) for n in nodes}
-    return raw, priority.normalize(raw, state)
+from tests.unit.plugins.node_facts import node, pod
+from tests.unit.plugins.scoring import run
 
 
 def _avoid(*controllers: tuple[str, str]) -> dict[str, str]:

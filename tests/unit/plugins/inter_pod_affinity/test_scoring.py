@@ -9,11 +9,9 @@ import pytest
 from extenders.convert import node_facts, pod_info
 from extenders.model import NodeInfo, PodInfo
 from extenders.plugins.framework import ScoringContext
-from extenders.plugins.registry import SCORERS
-from extenders.snapshot import Snapshot
+from tests.unit.plugins.scoring import HOST, ZONE
+from tests.unit.plugins.scoring import run as score
 
-ZONE = "topology.kubernetes.io/zone"
-HOST = "kubernetes.io/hostname"
 PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 
@@ -50,10 +48,7 @@ def weighted(weight: int, app: str, key: str = ZONE, **extra: Any) -> dict[str, 
 
 def run(incoming: PodInfo, nodes: list[NodeInfo], hard_weight: int = 1) -> tuple[dict[str, float], dict[str, float]]:
     ctx = ScoringContext(resource_weights={"cpu": 1, "memory": 1}, hard_pod_affinity_symmetric_weight=hard_weight)
-    priority = SCORERS["InterPodAffinity"]
-    state = priority.prepare(incoming, Snapshot(nodes={n.name: n for n in nodes}), nodes, ctx)
-    raw = {n.name: priority.score(incoming, n, state, ctx) for n in nodes}
-    return raw, priority.normalize(raw, state)
+    return score("InterPodAffinity", incoming, nodes, ctx=ctx)
 
 
 def test_incoming_pod_preferred_affinity_and_anti_affinity() -> None:

@@ -3,57 +3,13 @@
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import pytest
 
-from extenders.convert import node_facts, pod_info
-from extenders.model import NodeInfo, PodInfo
 from extenders.plugins.framework import ScoringContext
 from extenders.plugins.node_resources.balanced_allocation import balance_score
-from extenders.plugins.registry import SCORERS
-from extenders.snapshot import Snapshot
-
-CTX = ScoringContext(resource_weights={"cpu": 1, "memory": 1})
-
-
-GPU = "example.com/gpu"
-
-
-def pod(name: str, requests: dict[str, str] | None = None, node: str = "") -> PodInfo:
-    """A pod with one container and these requests ("gpu" stands for example.com/gpu)."""
-    req = {GPU if k == "gpu" else k: v for k, v in (requests or {}).items()}
-    resources: dict[str, Any] = {"requests": req} if req else {}
-    return pod_info(
-        {
-            "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
-            "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busybox", "resources": resources}]},
-        }
-    )
-
-
-def node(name: str, allocatable: dict[str, str], pods: list[PodInfo] | None = None) -> NodeInfo:
-    alloc = {GPU if k == "gpu" else k: v for k, v in allocatable.items()}
-    facts = node_facts({"metadata": {"name": name}, "status": {"allocatable": alloc}})
-    return NodeInfo.build(name, facts, pods or [])
-
-
-def run(
-    name: str, incoming: PodInfo, nodes: list[NodeInfo], ctx: ScoringContext = CTX
-) -> tuple[dict[str, float], dict[str, float]]:
-    priority = SCORERS[name]
-    snapshot = Snapshot(nodes={n.name: n for n in nodes})
-    state = priority.prepare(incoming, snapshot, nodes, ctx)
-    raw = {n.name: priority.score(incoming, n, state, ctx) for n in nodes}
-    return raw, priority.normalize(raw, state)
-
-
-def _assemble(
-    case_alloc: dict[str, str], existing: list[dict[str, str]], incoming: dict[str, str]
-) -> tuple[PodInfo, NodeInfo]:
-    pods = [pod(f"e{i}", req, "n1") for i, req in enumerate(existing)]
-    return pod("in", incoming), node("n1", case_alloc, pods)
-
+from tests.unit.plugins.node_resources.requests import GPU, assemble, node, pod
+from tests.unit.plugins.scoring import run
 
 BALANCED_CASES: list[tuple[str, dict[str, str], list[dict[str, str]], dict[str, str], dict[str, int], float]] = [
     # cpu 2000/4000 = .5, memory 4/8 = .5 -> perfectly balanced
@@ -115,8 +71,10 @@ def test_balanced_allocation(
     weights: dict[str, int],
     expected: float,
 ) -> None:
-    incoming_pod, info = _assemble(alloc, existing, incoming)
-    raw, normalized = run("BalancedResourceAllocation", incoming_pod, [info], ScoringContext(resource_weights=weights))
+    incoming_pod, info = assemble(alloc, existing, incoming)
+    raw, normalized = run(
+        "BalancedResourceAllocation", incoming_pod, [info], ctx=ScoringContext(resource_weights=weights)
+    )
     assert raw["n1"] == pytest.approx(expected)
     assert normalized["n1"] == pytest.approx(expected)
 

@@ -2,51 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
-from extenders.convert import node_facts, pod_info
-from extenders.model import NodeInfo, PodInfo
+from extenders.model import NodeInfo
 from extenders.plugins.framework import ScoringContext
-from extenders.plugins.registry import SCORERS
-from extenders.snapshot import Snapshot
-
-CTX = ScoringContext(resource_weights={"cpu": 1, "memory": 1})
-
-
-GPU = "example.com/gpu"
-
+from tests.unit.plugins.node_resources.requests import GPU, assemble, node, pod
+from tests.unit.plugins.scoring import run
 
 GPU_ONLY = {"cpu": "0", "memory": "0", "gpu": "3"}
-
-
-def pod(name: str, requests: dict[str, str] | None = None, node: str = "") -> PodInfo:
-    """A pod with one container and these requests ("gpu" stands for example.com/gpu)."""
-    req = {GPU if k == "gpu" else k: v for k, v in (requests or {}).items()}
-    resources: dict[str, Any] = {"requests": req} if req else {}
-    return pod_info(
-        {
-            "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
-            "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busybox", "resources": resources}]},
-        }
-    )
-
-
-def node(name: str, allocatable: dict[str, str], pods: list[PodInfo] | None = None) -> NodeInfo:
-    alloc = {GPU if k == "gpu" else k: v for k, v in allocatable.items()}
-    facts = node_facts({"metadata": {"name": name}, "status": {"allocatable": alloc}})
-    return NodeInfo.build(name, facts, pods or [])
-
-
-def run(
-    name: str, incoming: PodInfo, nodes: list[NodeInfo], ctx: ScoringContext = CTX
-) -> tuple[dict[str, float], dict[str, float]]:
-    priority = SCORERS[name]
-    snapshot = Snapshot(nodes={n.name: n for n in nodes})
-    state = priority.prepare(incoming, snapshot, nodes, ctx)
-    raw = {n.name: priority.score(incoming, n, state, ctx) for n in nodes}
-    return raw, priority.normalize(raw, state)
 
 
 # name, node allocatable, requests of pods already there, incoming requests, weights, expected score
@@ -125,28 +88,6 @@ LEAST_CASES: list[tuple[str, dict[str, str], list[dict[str, str]], dict[str, str
 ]
 
 
-def _assemble(
-    case_alloc: dict[str, str], existing: list[dict[str, str]], incoming: dict[str, str]
-) -> tuple[PodInfo, NodeInfo]:
-    pods = [pod(f"e{i}", req, "n1") for i, req in enumerate(existing)]
-    return pod("in", incoming), node("n1", case_alloc, pods)
-
-
-@pytest.mark.parametrize(("case", "alloc", "existing", "incoming", "weights", "expected"), LEAST_CASES)
-def test_least_requested(
-    case: str,
-    alloc: dict[str, str],
-    existing: list[dict[str, str]],
-    incoming: dict[str, str],
-    weights: dict[str, int],
-    expected: float,
-) -> None:
-    incoming_pod, info = _assemble(alloc, existing, incoming)
-    raw, normalized = run("LeastRequested", incoming_pod, [info], ScoringContext(resource_weights=weights))
-    assert raw["n1"] == pytest.approx(expected)
-    assert normalized["n1"] == pytest.approx(expected)
-
-
 MOST_CASES: list[tuple[str, dict[str, str], list[dict[str, str]], dict[str, str], dict[str, int], float]] = [
     # cpu 1500/4000*10 = 3.75, memory 4/8*10 = 5
     (
@@ -198,8 +139,12 @@ MOST_CASES: list[tuple[str, dict[str, str], list[dict[str, str]], dict[str, str]
 ]
 
 
-@pytest.mark.parametrize(("case", "alloc", "existing", "incoming", "weights", "expected"), MOST_CASES)
-def test_most_requested(
+@pytest.mark.parametrize(
+    ("scorer", "case", "alloc", "existing", "incoming", "weights", "expected"),
+    [("LeastRequested", *c) for c in LEAST_CASES] + [("MostRequested", *c) for c in MOST_CASES],
+)
+def test_requested(
+    scorer: str,
     case: str,
     alloc: dict[str, str],
     existing: list[dict[str, str]],
@@ -207,8 +152,8 @@ def test_most_requested(
     weights: dict[str, int],
     expected: float,
 ) -> None:
-    incoming_pod, info = _assemble(alloc, existing, incoming)
-    raw, normalized = run("MostRequested", incoming_pod, [info], ScoringContext(resource_weights=weights))
+    incoming_pod, info = assemble(alloc, existing, incoming)
+    raw, normalized = run(scorer, incoming_pod, [info], ctx=ScoringContext(resource_weights=weights))
     assert raw["n1"] == pytest.approx(expected)
     assert normalized["n1"] == pytest.approx(expected)
 
@@ -219,17 +164,17 @@ def test_gpu_bin_packing_prefers_the_fuller_gpu_node() -> None:
     busy = node("busy", big, [pod("a", {"gpu": "6"}, "busy")])
     idle = node("idle", big)
     incoming = pod("in", {"cpu": "1", "memory": "1Gi", "gpu": "1"})
-    _, most = run("MostRequested", incoming, [busy, idle], weights)
-    _, least = run("LeastRequested", incoming, [busy, idle], weights)
+    _, most = run("MostRequested", incoming, [busy, idle], ctx=weights)
+    _, least = run("LeastRequested", incoming, [busy, idle], ctx=weights)
     assert most["busy"] > most["idle"]
     assert least["busy"] < least["idle"]
 
 
 def test_empty_weights_fall_back_to_cpu_and_memory() -> None:
-    incoming_pod, info = _assemble(
+    incoming_pod, info = assemble(
         {"cpu": "4", "memory": "8Gi"}, [{"cpu": "1", "memory": "2Gi"}], {"cpu": "500m", "memory": "2Gi"}
     )
-    raw, _ = run("LeastRequested", incoming_pod, [info], ScoringContext(resource_weights={}))
+    raw, _ = run("LeastRequested", incoming_pod, [info], ctx=ScoringContext(resource_weights={}))
     assert raw["n1"] == pytest.approx(5.625)
 
 

@@ -7,61 +7,9 @@ from typing import Any
 
 import pytest
 
-from extenders.convert import node_facts, pod_info
 from extenders.model import NodeInfo, PodInfo
-from extenders.plugins.framework import ScoringContext
-from extenders.plugins.registry import SCORERS
-from extenders.snapshot import Snapshot
-
-CTX = ScoringContext(resource_weights={"cpu": 1, "memory": 1})
-
-
-ZONE = "topology.kubernetes.io/zone"
-
-
-HOST = "kubernetes.io/hostname"
-
-
-def pod(
-    name: str,
-    node: str = "",
-    labels: dict[str, str] | None = None,
-    namespace: str = "default",
-    owner_uid: str | None = None,
-    spec: dict[str, Any] | None = None,
-    deleting: bool = False,
-) -> PodInfo:
-    meta: dict[str, Any] = {"name": name, "namespace": namespace, "uid": f"uid-{name}", "labels": labels or {}}
-    if owner_uid:
-        meta["ownerReferences"] = [
-            {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": owner_uid, "controller": True}
-        ]
-    if deleting:
-        meta["deletionTimestamp"] = "2024-01-01T00:00:00Z"
-    body = {"nodeName": node, "containers": [{"name": "c", "image": "busybox"}], **(spec or {})}
-    return pod_info({"metadata": meta, "spec": body})
-
-
-def node(
-    name: str,
-    labels: dict[str, str] | None = None,
-    pods: list[PodInfo] | None = None,
-    taints: list[dict[str, str]] | None = None,
-) -> NodeInfo:
-    facts = node_facts(
-        {"metadata": {"name": name, "labels": {HOST: name, **(labels or {})}}, "spec": {"taints": taints or []}}
-    )
-    return NodeInfo.build(name, facts, pods or [])
-
-
-def run(
-    name: str, incoming: PodInfo, nodes: list[NodeInfo], extra: list[NodeInfo] | None = None
-) -> tuple[dict[str, float], dict[str, float]]:
-    priority = SCORERS[name]
-    snapshot = Snapshot(nodes={n.name: n for n in [*nodes, *(extra or [])]})
-    state = priority.prepare(incoming, snapshot, nodes, CTX)
-    raw = {n.name: priority.score(incoming, n, state, CTX) for n in nodes}
-    return raw, priority.normalize(raw, state)
+from tests.unit.plugins.scoring import HOST, ZONE, run
+from tests.unit.plugins.spread import node, pod
 
 
 def _constraint(
