@@ -225,7 +225,7 @@ class Store:
         self, epoch: int, ops: Iterable[Op], window: float | None = None, interval: float = 10.0
     ) -> tuple[int, list[tuple[str, str]]]:
         """``apply``; with ``window`` (seconds), also the pods filter refused within it, when this
-        batch freed capacity or changed a node's facts (each pod at most once per ``interval``):
+        batch freed capacity, changed a node's facts or placed a pod (each pod at most once per ``interval``):
         ``(generation, [(uid, namespace/name)])``."""
         if window is not None:
             ops = [*ops, Op("R", str(int(window * 1000)), str(int(interval * 1000)))]

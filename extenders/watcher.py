@@ -330,7 +330,7 @@ class Watcher:
 
     async def _write(self, ops: list[Op]) -> None:
         """Apply a batch; pods filter refused just before it landed are requeued in kube-scheduler
-        when the batch freed capacity or changed a node (see extenders.kube.requeue)."""
+        when the batch freed capacity, changed a node or placed a pod (see extenders.kube.requeue)."""
         _, refused = await self.store.apply_and_take_refused(
             self.epoch, ops, REFUSAL_WINDOW_SECONDS, REQUEUE_INTERVAL_SECONDS
         )

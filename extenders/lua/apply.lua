@@ -3,9 +3,10 @@
 -- deleted object's resourceVersion, or ''), P pod upsert (arg = node name or '' when unbound),
 -- p pod delete, q pod delete unless assumed, D/d PDB upsert/delete, G/g PodGroup upsert/delete,
 -- S synced marker (payload), R (last; id = window ms, arg = min interval ms): when the batch freed
--- capacity or changed what a node says -- events kube-scheduler retries parked pods on, perhaps
--- before this write landed -- hand back the pods filter refused in the last window (see
--- refuse.lua), each at most once per interval, as {generation, uid, namespace/name, ...}.
+-- capacity, changed what a node says or placed a pod -- events kube-scheduler retries parked pods
+-- on, and may have acted on before this write landed (it counts a pod it is binding at once) --
+-- hand back the pods filter refused in the last window (see refuse.lua), each at most once per
+-- interval, as {generation, uid, namespace/name, ...}.
 -- The fence is 'epoch@storeid' (or a bare epoch): both must be current. After Redis lost its
 -- data the epoch counter restarts, so a new leader may hold an old leader's epoch number; the
 -- store id (new per history) still tells them apart.
@@ -17,7 +18,7 @@ if redis.call('GET', K_EPOCH) ~= epoch or (fence_sid ~= '' and redis.call('GET',
 end
 
 local GONE_KEEP_MS = 86400000
-local freed = false
+local retry = false  -- the batch holds a change kube-scheduler retries parked pods on
 local requeue = nil
 
 local function put_node(name, rv, payload)
@@ -27,7 +28,7 @@ local function put_node(name, rv, payload)
   if redis.call('HGET', K_NODE .. name, '_node') ~= payload then
     redis.call('HSET', K_NODE .. name, '_node', payload)
     touch(name)
-    freed = true
+    retry = true
   end
 end
 
@@ -57,7 +58,7 @@ local function put_pod(uid, node, payload)
     -- confirmed, forgotten or expired; any other placement is stale.
     if loc and not redis.call('ZSCORE', K_ASSUMED, uid) then
       unplace(uid)
-      freed = true
+      retry = true
     end
     put_item(K_PENDING, K_PENDINGZ, 'p:', uid, payload)
     return
@@ -66,11 +67,13 @@ local function put_pod(uid, node, payload)
     if loc then
       redis.call('HDEL', K_NODE .. loc, uid)
       touch(loc)
-      freed = true
+      retry = true
     end
     redis.call('HSET', K_PODLOC, uid, node)
+    retry = true
   end
-  redis.call('ZREM', K_ASSUMED, uid)
+  -- Confirming our own reservation: kube-scheduler counted this pod on the node before we did.
+  if redis.call('ZREM', K_ASSUMED, uid) == 1 then retry = true end
   if redis.call('HGET', K_NODE .. node, uid) ~= payload then
     redis.call('HSET', K_NODE .. node, uid, payload)
     touch(node)
@@ -80,7 +83,7 @@ end
 
 local function del_pod(uid, keep_assumed)
   if keep_assumed and redis.call('ZSCORE', K_ASSUMED, uid) then return end
-  if unplace(uid) then freed = true end
+  if unplace(uid) then retry = true end
   del_item(K_PENDING, K_PENDINGZ, 'p:', uid)
 end
 
@@ -100,8 +103,8 @@ for i = 3, #ARGV, 4 do
   else return redis.error_reply('unknown op ' .. tostring(op)) end
 end
 local gen = finish()
-if freed then redis.call('SET', K_FREEDGEN, gen) end
-if not (requeue and freed) then return gen end
+if retry then redis.call('SET', K_RETRYGEN, gen) end
+if not (requeue and retry) then return gen end
 local now = now_ms()
 local window, interval = requeue[1], requeue[2]
 local out = {gen}

@@ -25,7 +25,7 @@ local K_NODEGONEZ = P .. ':nodegonez'
 local K_REFUSED = P .. ':refused'
 local K_REFUSEDPOD = P .. ':refusedpod'
 local K_REQUEUED = P .. ':requeued'
-local K_FREEDGEN = P .. ':freedgen'
+local K_RETRYGEN = P .. ':retrygen'
 
 local new_gen = nil
 local function bump()

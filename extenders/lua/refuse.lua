@@ -1,5 +1,5 @@
--- Filter refused a pod on every node, judging it on the snapshot of generation ARGV[5]. When a
--- change kube-scheduler retries parked pods on (capacity freed, a node's facts changed) was written
+-- Filter refused a pod on every node, judging it on the snapshot of generation ARGV[5]. When a change
+-- kube-scheduler retries parked pods on (capacity freed, a node's facts changed, a pod placed) was written
 -- after that generation, the verdict may be older than kube-scheduler's own view: answer 1, and the
 -- caller requeues the pod now (at most once per interval). Otherwise remember the refusal for a short
 -- window, for the watcher's next such change to hand back (the R op of apply.lua).
@@ -7,7 +7,7 @@
 local uid, ref, window = ARGV[2], ARGV[3], tonumber(ARGV[4])
 local seen, interval = tonumber(ARGV[5]), tonumber(ARGV[6])
 local now = now_ms()
-if tonumber(redis.call('GET', K_FREEDGEN) or '0') > seen then
+if tonumber(redis.call('GET', K_RETRYGEN) or '0') > seen then
   redis.call('ZREMRANGEBYSCORE', K_REQUEUED, '-inf', now - interval)
   if redis.call('ZSCORE', K_REQUEUED, uid) then return 0 end
   redis.call('ZADD', K_REQUEUED, now, uid)

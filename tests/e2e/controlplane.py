@@ -299,12 +299,13 @@ def scheduler_config(
     extenders: Sequence[dict[str, Any]],
     *,
     percentage_of_nodes_to_score: int | None = None,
+    qps: int = 500,
 ) -> dict[str, Any]:
     """A KubeSchedulerConfiguration with one profile named ``scheduler_name`` and ``extenders``."""
     config: dict[str, Any] = {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
-        "clientConnection": {"kubeconfig": str(kubeconfig), "qps": 500, "burst": 1000},
+        "clientConnection": {"kubeconfig": str(kubeconfig), "qps": qps, "burst": 2 * qps},
         "leaderElection": {"leaderElect": False},
         "profiles": [{"schedulerName": scheduler_name}],
         "extenders": list(extenders),
@@ -361,6 +362,7 @@ class KubeScheduler:
         *,
         verbosity: int = 2,
         percentage_of_nodes_to_score: int | None = None,
+        qps: int = 500,
     ) -> None:
         self.plane = plane
         self.name = scheduler_name
@@ -373,6 +375,7 @@ class KubeScheduler:
                     scheduler_name,
                     extenders,
                     percentage_of_nodes_to_score=percentage_of_nodes_to_score,
+                    qps=qps,
                 )
             )
         )

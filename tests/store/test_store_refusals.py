@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 
-from extenders.store import Op, Store
+from extenders.store import AssumeStatus, Op, Store
 from tests.store.helpers import node, pod
 
 WINDOW = 0.5
@@ -61,3 +61,23 @@ async def test_a_refusal_judged_before_a_change_that_already_landed_is_requeued_
     # Judged on a snapshot that had the change: an ordinary refusal, nothing to requeue.
     assert not await store.record_refusal("q", "default/q", await store.generation(), WINDOW)
     assert await store.redis.zcard(store.key("refused")) == 1
+
+
+async def test_a_pod_placed_hands_refusals_back_and_an_unchanged_one_does_not(store: Store, epoch: int) -> None:
+    """kube-scheduler counts the pod it is binding at once and filters the next pod before that
+    bind reaches us: a spread or affinity refusal of those milliseconds is judged without it."""
+    await store.apply(epoch, [Op.node(node("n1")), Op.pod(pod("first", "n1"))])
+    assert not await store.record_refusal("p", "default/p", await store.generation(), WINDOW, interval=0.001)
+    _, refused = await store.apply_and_take_refused(epoch, [Op.pod(pod("first", "n1"))], WINDOW)
+    assert refused == []  # the same pod again (a status update): nothing placed
+    _, refused = await store.apply_and_take_refused(epoch, [Op.pod(pod("second", "n1"))], WINDOW)
+    assert refused == [("p", "default/p")]
+
+
+async def test_confirming_a_reservation_hands_refusals_back(store: Store, epoch: int) -> None:
+    """Our bind reserved the pod; the watch confirming it is when kube-scheduler's retry could pass."""
+    await store.apply(epoch, [Op.node(node("n1")), Op.pod(pod("b"))])
+    assert (await store.assume_pod(pod("b"), "n1")).status is AssumeStatus.ASSUMED
+    assert not await store.record_refusal("p", "default/p", await store.generation(), WINDOW)
+    _, refused = await store.apply_and_take_refused(epoch, [Op.pod(pod("b", "n1"))], WINDOW)
+    assert refused == [("p", "default/p")]
