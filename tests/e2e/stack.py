@@ -93,6 +93,13 @@ class Stack:
 
     def requests(self, verb: str) -> int:
         """How many ``verb`` calls the live replicas answered (from their /metrics)."""
+        return int(self._metric_sum("extender_requests_total", verb))
+
+    def server_seconds(self, verb: str) -> float:
+        """Server-side seconds the live replicas spent answering ``verb`` (their latency histogram's sum)."""
+        return self._metric_sum("extender_request_duration_seconds_sum", verb)
+
+    def _metric_sum(self, sample_name: str, verb: str) -> float:
         total = 0.0
         for replica in self.replicas:
             if replica.proc.poll() is not None:
@@ -100,9 +107,9 @@ class Stack:
             text = httpx.get(f"{replica.url}/metrics", timeout=5).text
             for family in text_string_to_metric_families(text):
                 for sample in family.samples:
-                    if sample.name == "extender_requests_total" and sample.labels.get("verb") == verb:
+                    if sample.name == sample_name and sample.labels.get("verb") == verb:
                         total += sample.value
-        return int(total)
+        return total
 
     def stop(self) -> None:
         if self.scheduler is not None:
