@@ -6,24 +6,42 @@ import argparse
 import logging
 import signal
 import sys
+from importlib.metadata import PackageNotFoundError, version
 
 import uvicorn
 
 from app.embedded_redis import EmbeddedRedis, EmbeddedRedisError
-from app.settings import Settings
+from app.settings import SettingsError, load_settings, settings_help
 
 
 def _exit_on_signal(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
+def _version() -> str:
+    try:
+        return version("kube-gang-extender")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m app", description="Run one extender replica.")
+    parser = argparse.ArgumentParser(
+        prog="python -m app",
+        description="Run one extender replica.",
+        epilog=settings_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8888, help="port to listen on (default 8888)")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     args = parser.parse_args(argv)
 
-    settings = Settings()
+    try:
+        settings = load_settings()
+    except SettingsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     log = logging.getLogger("app")
     embedded: EmbeddedRedis | None = None

@@ -16,7 +16,7 @@ from app.metrics import Metrics
 from app.metrics_middleware import MetricsMiddleware
 from app.routes import gangs, health, nodes, verbs
 from app.service import Scheduler
-from app.settings import Settings
+from app.settings import Settings, load_settings
 from app.state import AppState
 from extenders.binding.service import BindService
 from extenders.gang import DEFAULT_LABELS, GangConfig, GangService, parse_label_pairs
@@ -62,7 +62,7 @@ def gang_config(settings: Settings) -> GangConfig:
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the app; nothing connects until the lifespan starts (so the OpenAPI export needs no Redis)."""
-    settings = settings or Settings()
+    settings = settings or load_settings()
     # A bad policy is a startup error with a clear message, before any port is bound.
     state = AppState(settings=settings, metrics=Metrics(), policy=load_policy(settings.policy_file))
 

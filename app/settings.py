@@ -10,8 +10,10 @@ import os
 import socket
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+ENV_PREFIX = "EXTENDER_"
 
 
 def _default_replica_id() -> str:
@@ -19,7 +21,7 @@ def _default_replica_id() -> str:
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="EXTENDER_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
 
     redis_url: str | None = Field(
         default=None, description="Redis URL; when unset, `python -m app` starts a private redis-server"
@@ -54,5 +56,40 @@ class Settings(BaseSettings):
     gang_poll_interval_seconds: float = Field(default=0.5, gt=0, description="held calls re-check their gang")
     gang_sweep_interval_seconds: float = Field(default=1.0, gt=0, description="upkeep of gang leases and windows")
     gang_labels: str | None = Field(default=None, description="name-key=min-key pairs, comma separated")
-    log_level: str = Field(default="info")
+    log_level: str = Field(default="info", description="debug, info, warning or error")
     access_log: bool = Field(default=False, description="log every request (uvicorn access log)")
+
+
+class SettingsError(ValueError):
+    """Settings that cannot be used; one line per bad variable, naming it."""
+
+
+def env_name(field: str) -> str:
+    return f"{ENV_PREFIX}{field.upper()}"
+
+
+def load_settings() -> Settings:
+    """The settings from the environment, or SettingsError naming each bad variable and what it wants."""
+    try:
+        return Settings()
+    except ValidationError as exc:
+        lines = []
+        for error in exc.errors():
+            field = str(error["loc"][0]) if error["loc"] else ""
+            value = os.environ.get(env_name(field), "")
+            lines.append(f"{env_name(field)}={value!r}: {error['msg']}")
+        raise SettingsError("; ".join(lines)) from None
+
+
+def settings_help() -> str:
+    """Every setting with its default, for ``--help``."""
+    lines = ["settings (environment variables):"]
+    for name, field in Settings.model_fields.items():
+        if field.default_factory is not None:
+            default = "(per process)"
+        else:
+            default = "unset" if field.default is None else repr(field.default)
+        lines.append(f"  {env_name(name):<40} default {default}")
+        if field.description:
+            lines.append(f"      {field.description}")
+    return "\n".join(lines)

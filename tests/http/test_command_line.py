@@ -1,0 +1,41 @@
+"""``python -m app`` as an operator meets it: settings errors in one line naming the variable,
+``--help`` listing every setting with its default, ``--version``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from app.settings import Settings, env_name
+
+
+def run_app(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("EXTENDER_")}
+    return subprocess.run(
+        [sys.executable, "-m", "app", *args], env={**clean, **env}, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_a_bad_setting_is_one_line_naming_the_variable_and_no_traceback() -> None:
+    done = run_app(EXTENDER_GANG_WINDOW_SECONDS="abc", EXTENDER_LEASE_SECONDS="-1")
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "EXTENDER_GANG_WINDOW_SECONDS='abc'" in lines[0] and "valid number" in lines[0]
+    assert "EXTENDER_LEASE_SECONDS='-1'" in lines[0] and "greater than 0" in lines[0]
+
+
+def test_help_lists_every_setting_with_its_default() -> None:
+    done = run_app("--help")
+    assert done.returncode == 0
+    for name in Settings.model_fields:
+        assert env_name(name) in done.stdout, name
+    assert "EXTENDER_GANG_WINDOW_SECONDS" in done.stdout and "default 30.0" in done.stdout
+
+
+def test_version() -> None:
+    done = run_app("--version")
+    assert done.returncode == 0
+    assert done.stdout.startswith("python -m app ") and done.stdout.split()[-1][0].isdigit()
