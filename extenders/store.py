@@ -21,6 +21,9 @@ hash tag such as ``{extender}`` so every key lands in one slot):
 ``P:pdb``/``P:pdbz``  PodDisruptionBudgets by namespace/name
 ``P:podgroup``/``P:podgroupz``  PodGroups by namespace/name: ``{"minMember", "creationTimestamp"}``
 ``P:assumed``         zset uid -> deadline (ms, Redis clock) of pods assumed but not yet confirmed
+``P:refused``/``P:refusedpod``  pods filter refused on every node in the last seconds (zset uid ->
+                      time, hash uid -> namespace/name); ``P:requeued`` uid -> time of its last requeue;
+                      ``P:retrygen`` generation of the last change kube-scheduler retries parked pods on
 ``P:tombs``           zset ``n:|p:|d:|g:`` + id -> generation of the delete, for compaction
 ``P:floor``           generation below which tombstones were compacted (older replicas reload)
 ``P:synced``          set by the leader once its initial list of every watched resource is written
