@@ -18,6 +18,18 @@ def _exit_on_signal(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
+# HTTP client libraries that log every request at INFO: one line per Binding and watch call drowns
+# the extender's own log. They speak only at DEBUG.
+_CHATTY_LOGGERS = ("httpx", "httpcore", "aiohttp.access")
+
+
+def configure_logging(level: str) -> None:
+    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    quiet = logging.DEBUG if level.upper() == "DEBUG" else logging.WARNING
+    for name in _CHATTY_LOGGERS:
+        logging.getLogger(name).setLevel(quiet)
+
+
 def _version() -> str:
     try:
         return version("kube-gang-extender")
@@ -42,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     except SettingsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(settings.log_level)
     log = logging.getLogger("app")
     embedded: EmbeddedRedis | None = None
     if not settings.redis_url:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -39,3 +40,17 @@ def test_version() -> None:
     done = run_app("--version")
     assert done.returncode == 0
     assert done.stdout.startswith("python -m app ") and done.stdout.split()[-1][0].isdigit()
+
+
+def test_api_client_requests_are_logged_only_at_debug() -> None:
+    from app.__main__ import configure_logging
+
+    httpx_log = logging.getLogger("httpx")
+    try:
+        configure_logging("info")
+        assert not httpx_log.isEnabledFor(logging.INFO) and httpx_log.isEnabledFor(logging.WARNING)
+        configure_logging("debug")
+        assert httpx_log.isEnabledFor(logging.DEBUG)
+    finally:
+        for name in ("httpx", "httpcore", "aiohttp.access"):
+            logging.getLogger(name).setLevel(logging.NOTSET)
