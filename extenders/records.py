@@ -36,6 +36,14 @@ class Column:
 _MISSING = object()
 
 
+def _default_of(field: dataclasses.Field[Any]) -> Any:
+    if field.default is not dataclasses.MISSING:
+        return field.default
+    if field.default_factory is not dataclasses.MISSING:
+        return field.default_factory()
+    return _MISSING
+
+
 class RecordCodec(Generic[T]):
     """Encodes a dataclass to a record and back by its column table."""
 
@@ -46,18 +54,9 @@ class RecordCodec(Generic[T]):
         unknown = [c.attr for c in self.columns if c.attr not in fields]
         if unknown:
             raise TypeError(f"{cls.__name__} has no attribute(s) {unknown}")
-        # attr -> default value, or _MISSING for a required attribute (always written).
-        self._defaults: dict[str, Any] = {}
-        for column in self.columns:
-            f = fields[column.attr]
-            if f.default is not dataclasses.MISSING:
-                self._defaults[column.attr] = f.default
-            elif f.default_factory is not dataclasses.MISSING:
-                self._defaults[column.attr] = f.default_factory()
-            else:
-                self._defaults[column.attr] = _MISSING
         self._by_key = {c.key: c for c in self.columns}
-        self._plan = tuple((c.attr, c.key, c.encode, self._defaults[c.attr]) for c in self.columns)
+        # (attr, key, encode, default); a required attribute's default is _MISSING: always written.
+        self._plan = tuple((c.attr, c.key, c.encode, _default_of(fields[c.attr])) for c in self.columns)
 
     def encode(self, obj: T) -> dict[str, Any]:
         record: dict[str, Any] = {}
