@@ -11,23 +11,12 @@ from importlib.metadata import PackageNotFoundError, version
 import uvicorn
 
 from app.embedded_redis import EmbeddedRedis, EmbeddedRedisError
+from app.logging_config import configure_logging
 from app.settings import SettingsError, load_settings, settings_help
 
 
 def _exit_on_signal(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
-
-
-# HTTP client libraries that log every request at INFO: one line per Binding and watch call drowns
-# the extender's own log. They speak only at DEBUG.
-_CHATTY_LOGGERS = ("httpx", "httpcore", "aiohttp.access")
-
-
-def configure_logging(level: str) -> None:
-    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    quiet = logging.DEBUG if level.upper() == "DEBUG" else logging.WARNING
-    for name in _CHATTY_LOGGERS:
-        logging.getLogger(name).setLevel(quiet)
 
 
 def _version() -> str:
@@ -54,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     except SettingsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, settings.log_format, settings.replica_id)
     log = logging.getLogger("app")
     embedded: EmbeddedRedis | None = None
     if not settings.redis_url:
@@ -81,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
             host=args.host,
             port=args.port,
             log_level=settings.log_level.lower(),
+            log_config=None,  # configure_logging already routes uvicorn's loggers
             access_log=settings.access_log,
             loop="uvloop",
             http="httptools",

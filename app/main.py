@@ -20,6 +20,8 @@ from app.settings import Settings, load_settings
 from app.state import AppState
 from extenders.binding.service import BindService
 from extenders.gang import DEFAULT_LABELS, GangConfig, GangService, parse_label_pairs
+from extenders.instrumented_redis import InstrumentedRedis
+from extenders.kube.events import EventLimits
 from extenders.policy import load_policy
 from extenders.runtime import ClusterRuntime, RuntimeConfig
 
@@ -41,6 +43,8 @@ def runtime_config(settings: Settings) -> RuntimeConfig:
         kube_url=settings.kube_url,
         kube_token=settings.kube_token,
         kube_transport=settings.kube_transport,
+        events=settings.events,
+        event_limits=EventLimits(qps=settings.events_qps, burst=settings.events_burst),
     )
 
 
@@ -81,9 +85,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             socket_keepalive=True,
             health_check_interval=10,
         )
-        state.redis = aredis.Redis(connection_pool=pool)
-        state.runtime = ClusterRuntime(state.redis, runtime_config(settings))
+        telemetry = state.metrics.engine
+        state.redis = InstrumentedRedis(connection_pool=pool, telemetry=telemetry)
+        state.runtime = ClusterRuntime(state.redis, runtime_config(settings), telemetry)
         state.gangs = GangService(state.redis, state.runtime, gang_config(settings), replica_id=settings.replica_id)
+        for work in state.gangs.leader_work():
+            state.runtime.add_leader_work(work)
         binds = BindService(state.gangs, state.policy)
         state.scheduler = Scheduler(state.runtime, state.policy, state.gangs, binds)
         await state.runtime.start()

@@ -1,8 +1,17 @@
-"""Prometheus metrics of the HTTP layer: requests, latency and errors per verb."""
+"""Prometheus metrics: the HTTP layer's own (requests, latency, errors per verb), the engine's
+(``extenders.telemetry``) and the process's, on one registry per app."""
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics
+from prometheus_client.gc_collector import GCCollector
+from prometheus_client.platform_collector import PlatformCollector
+from prometheus_client.process_collector import ProcessCollector
+
+from extenders.telemetry import Telemetry
+
+# Counters and histograms otherwise carry a ``_created`` series each, which nothing here reads.
+disable_created_metrics()  # type: ignore[no-untyped-call]
 
 # Buckets tuned for a webhook that must answer well inside kube-scheduler's 5 s timeout.
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -32,3 +41,7 @@ class Metrics:
             ["verb", "kind"],
             registry=self.registry,
         )
+        self.engine = Telemetry(self.registry)
+        ProcessCollector(registry=self.registry)
+        GCCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)

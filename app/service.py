@@ -20,6 +20,7 @@ from extenders import convert, engine
 from extenders.binding.service import BindService
 from extenders.gang import GangService
 from extenders.kube.requeue import REFUSAL_WINDOW_SECONDS, REQUEUE_INTERVAL_SECONDS, Requeuer
+from extenders.logs import log_fields
 from extenders.model import NodeFacts, PodInfo
 from extenders.policy import Policy
 from extenders.preemption import process_preemption, to_wire
@@ -108,32 +109,33 @@ class Scheduler:
 
     async def filter(self, args: ExtenderArgs) -> dict[str, Any]:
         pod = pod_info(args.Pod)
-        names = candidate_names(args)
-        items = args.Nodes.items if args.NodeNames is None and args.Nodes is not None else None
-        try:
-            snap = await self.snapshot(items)
-            if await self.gangs.release_orphan(pod, snap):
-                snap = await self.snapshot()
-        except SnapshotUnavailable as exc:
-            return self._filter_answer(args, [], {}, {}, str(exc))
-        except (RedisError, OSError) as exc:
-            return self._filter_answer(args, [], {}, {}, f"gang state unavailable (Redis: {exc})")
-        try:
-            result = engine.filter_nodes(self.policy, pod, snap, names)
-        except Exception as exc:  # a bug must fail this pod's cycle, not the HTTP request
-            log.exception("filter failed for %s", pod.key)
-            return self._filter_answer(args, [], {}, {}, f"internal error evaluating {pod.key}: {exc!r}")
-        if result.passing:
+        with log_fields(verb="filter", pod=pod.key):
+            names = candidate_names(args)
+            items = args.Nodes.items if args.NodeNames is None and args.Nodes is not None else None
             try:
-                verdict = await self.gangs.filter(pod, snap, result.passing)
+                snap = await self.snapshot(items)
+                if await self.gangs.release_orphan(pod, snap):
+                    snap = await self.snapshot()
+            except SnapshotUnavailable as exc:
+                return self._filter_answer(args, [], {}, {}, str(exc))
             except (RedisError, OSError) as exc:
                 return self._filter_answer(args, [], {}, {}, f"gang state unavailable (Redis: {exc})")
-            if verdict is not None and not verdict.fit:
-                result.unresolvable.update(verdict.failed_nodes(result.passing))
-                result.passing = []
-        elif names:
-            await self._refused(pod, snap)
-        return self._filter_answer(args, result.passing, result.failed, result.unresolvable, "")
+            try:
+                result = engine.filter_nodes(self.policy, pod, snap, names)
+            except Exception as exc:  # a bug must fail this pod's cycle, not the HTTP request
+                log.exception("filter failed for %s", pod.key)
+                return self._filter_answer(args, [], {}, {}, f"internal error evaluating {pod.key}: {exc!r}")
+            if result.passing:
+                try:
+                    verdict = await self.gangs.filter(pod, snap, result.passing)
+                except (RedisError, OSError) as exc:
+                    return self._filter_answer(args, [], {}, {}, f"gang state unavailable (Redis: {exc})")
+                if verdict is not None and not verdict.fit:
+                    result.unresolvable.update(verdict.failed_nodes(result.passing))
+                    result.passing = []
+            elif names:
+                await self._refused(pod, snap)
+            return self._filter_answer(args, result.passing, result.failed, result.unresolvable, "")
 
     async def _refused(self, pod: PodInfo, snap: Snapshot) -> None:
         """Remember a pod refused on every node, so it is requeued in kube-scheduler if the verdict
@@ -173,61 +175,70 @@ class Scheduler:
 
     async def prioritize(self, args: ExtenderArgs) -> list[dict[str, Any]]:
         pod = pod_info(args.Pod)
-        names = candidate_names(args)
-        items = args.Nodes.items if args.NodeNames is None and args.Nodes is not None else None
-        try:
-            snap = await self.snapshot(items)
-        except SnapshotUnavailable:
-            # kube-scheduler ignores prioritize errors; neutral scores keep it going.
-            log.warning("prioritize answered neutral scores: snapshot unavailable")
-            return [{"Host": n, "Score": 0} for n in names]
-        try:
-            scores = engine.prioritize_nodes(self.policy, pod, snap, names)
-        except Exception:  # kube-scheduler ignores prioritize failures: neutral scores say the same
-            log.exception("prioritize failed for %s", pod.key)
-            scores = [(n, 0) for n in names]
-        return [{"Host": h, "Score": s} for h, s in scores]
+        with log_fields(verb="prioritize", pod=pod.key):
+            names = candidate_names(args)
+            items = args.Nodes.items if args.NodeNames is None and args.Nodes is not None else None
+            try:
+                snap = await self.snapshot(items)
+            except SnapshotUnavailable:
+                # kube-scheduler ignores prioritize errors; neutral scores keep it going.
+                log.warning("prioritize answered neutral scores: snapshot unavailable")
+                return [{"Host": n, "Score": 0} for n in names]
+            try:
+                scores = engine.prioritize_nodes(self.policy, pod, snap, names)
+            except Exception:  # kube-scheduler ignores prioritize failures: neutral scores say the same
+                log.exception("prioritize failed for %s", pod.key)
+                scores = [(n, 0) for n in names]
+            return [{"Host": h, "Score": s} for h, s in scores]
 
     async def preempt(self, args: ExtenderPreemptionArgs) -> dict[str, Any]:
         """Re-check kube-scheduler's candidates against what only we know (PDBs, gangs, managed resources)."""
         pod = pod_info(args.Pod)
-        candidates: dict[str, list[str]] = {}
-        victim_pods: dict[str, PodInfo] | None = None
-        if args.NodeNameToMetaVictims is not None:
-            candidates = {n: [p.UID for p in m.Pods] for n, m in args.NodeNameToMetaVictims.items()}
-        elif args.NodeNameToVictims is not None:
-            victim_pods = {}
-            for node, victims in args.NodeNameToVictims.items():
-                infos = [pod_info(p) for p in victims.Pods]
-                candidates[node] = [i.uid for i in infos]
-                victim_pods.update({i.uid: i for i in infos})
-        try:
-            snap = await self.snapshot()
-        except SnapshotUnavailable:
-            # No snapshot, no vouching for any candidate: kube-scheduler preempts nothing this cycle.
-            log.warning("preempt answered no candidates: snapshot unavailable")
-            return {"NodeNameToMetaVictims": {}}
-        gang_of = self.gangs.gang_of(snap)
-        try:
-            result = process_preemption(self.policy, pod, candidates, snap, gang_of=gang_of, victim_pods=victim_pods)
-        except Exception:  # no answer we can vouch for: preempt nothing this cycle
-            log.exception("preempt failed for %s", pod.key)
-            return {"NodeNameToMetaVictims": {}}
-        return to_wire(result)
+        with log_fields(verb="preempt", pod=pod.key):
+            candidates: dict[str, list[str]] = {}
+            victim_pods: dict[str, PodInfo] | None = None
+            if args.NodeNameToMetaVictims is not None:
+                candidates = {n: [p.UID for p in m.Pods] for n, m in args.NodeNameToMetaVictims.items()}
+            elif args.NodeNameToVictims is not None:
+                victim_pods = {}
+                for node, victims in args.NodeNameToVictims.items():
+                    infos = [pod_info(p) for p in victims.Pods]
+                    candidates[node] = [i.uid for i in infos]
+                    victim_pods.update({i.uid: i for i in infos})
+            try:
+                snap = await self.snapshot()
+            except SnapshotUnavailable:
+                # No snapshot, no vouching for any candidate: kube-scheduler preempts nothing this cycle.
+                log.warning("preempt answered no candidates: snapshot unavailable")
+                return {"NodeNameToMetaVictims": {}}
+            gang_of = self.gangs.gang_of(snap)
+            try:
+                result = process_preemption(
+                    self.policy, pod, candidates, snap, gang_of=gang_of, victim_pods=victim_pods
+                )
+            except Exception:  # no answer we can vouch for: preempt nothing this cycle
+                log.exception("preempt failed for %s", pod.key)
+                return {"NodeNameToMetaVictims": {}}
+            return to_wire(result)
 
     async def explain(self, args: ExplainArgs) -> dict[str, Any]:
         pod = pod_info(args.Pod)
-        snap = await self.snapshot()
-        try:
-            return engine.explain(self.policy, pod, snap, list(args.NodeNames) if args.NodeNames is not None else None)
-        except Exception as exc:
-            log.exception("explain failed for %s", pod.key)
-            raise BadRequest(f"cannot evaluate {pod.key}: {exc!r}") from exc
+        with log_fields(verb="explain", pod=pod.key):
+            snap = await self.snapshot()
+            try:
+                return engine.explain(
+                    self.policy, pod, snap, list(args.NodeNames) if args.NodeNames is not None else None
+                )
+            except Exception as exc:
+                log.exception("explain failed for %s", pod.key)
+                raise BadRequest(f"cannot evaluate {pod.key}: {exc!r}") from exc
 
     async def bind(self, args: ExtenderBindingArgs, gone: asyncio.Event | None = None) -> dict[str, Any]:
         """``gone`` is set when the caller disconnects (a held gang member then withdraws)."""
         try:
-            return {"Error": await self.binds.bind(args.PodNamespace, args.PodName, args.PodUID, args.Node, gone)}
+            with log_fields(verb="bind", pod=f"{args.PodNamespace}/{args.PodName}", node=args.Node):
+                error = await self.binds.bind(args.PodNamespace, args.PodName, args.PodUID, args.Node, gone)
+            return {"Error": error}
         except (RedisError, OSError, TimeoutError) as exc:
             # Nothing was bound: the binding is created only after the reservation in Redis succeeded.
             log.warning("bind of %s/%s failed: Redis unavailable: %s", args.PodNamespace, args.PodName, exc)

@@ -10,7 +10,7 @@ import os
 import socket
 from typing import Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 ENV_PREFIX = "EXTENDER_"
@@ -56,8 +56,23 @@ class Settings(BaseSettings):
     gang_poll_interval_seconds: float = Field(default=0.5, gt=0, description="held calls re-check their gang")
     gang_sweep_interval_seconds: float = Field(default=1.0, gt=0, description="upkeep of gang leases and windows")
     gang_labels: str | None = Field(default=None, description="name-key=min-key pairs, comma separated")
-    log_level: str = Field(default="info", description="debug, info, warning or error")
+    events: bool = Field(default=True, description="write Kubernetes Events about gangs and failed binds")
+    events_qps: float = Field(default=10.0, gt=0, description="Event writes per second to the API server, at most")
+    events_burst: int = Field(default=50, ge=1, description="Event writes allowed in a burst above events_qps")
+    log_level: Literal["debug", "info", "warning", "error"] = Field(
+        default="info", description="debug, info, warning or error"
+    )
+    log_format: Literal["text", "json"] = Field(
+        default="text",
+        description="text, or json: one object per line (time, level, logger, message, replica, "
+        "and verb, pod, gang, node when known)",
+    )
     access_log: bool = Field(default=False, description="log every request (uvicorn access log)")
+
+    @field_validator("log_level", "log_format", mode="before")
+    @classmethod
+    def _lower(cls, value: object) -> object:
+        return value.lower() if isinstance(value, str) else value
 
 
 class SettingsError(ValueError):

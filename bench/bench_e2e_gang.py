@@ -27,9 +27,9 @@ from typing import Any
 import httpx
 
 from app.embedded_redis import EmbeddedRedis
-from tests.e2e.controlplane import running_control_plane
-from tests.e2e.kube import Kube, resources, wait_for
-from tests.e2e.stack import Stack
+from devstack.controlplane import running_control_plane
+from devstack.kube import Kube, resources, wait_for
+from devstack.stack import Stack
 
 GANG_NAME = "pod-group.scheduling.sigs.k8s.io/name"
 GANG_MIN = "pod-group.scheduling.sigs.k8s.io/min-available"

@@ -28,9 +28,9 @@ from typing import Any
 import httpx
 
 from app.embedded_redis import EmbeddedRedis
-from tests.e2e.controlplane import ControlPlane, KubeScheduler, extender_entries, running_control_plane
-from tests.e2e.kube import Kube, resources, wait_for
-from tests.e2e.stack import Stack
+from devstack.controlplane import ControlPlane, KubeScheduler, extender_entries, running_control_plane
+from devstack.kube import Kube, resources, wait_for
+from devstack.stack import Stack
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"

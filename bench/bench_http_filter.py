@@ -40,9 +40,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from app.embedded_redis import EmbeddedRedis  # noqa: E402
+from devstack.replica import ServerProcess  # noqa: E402
 from extenders.convert import node_facts, pod_info  # noqa: E402
 from extenders.store import Op, Store  # noqa: E402
-from tests.plugins.servers import ServerProcess  # noqa: E402
 
 Json = dict[str, Any]
 BATCH = 500

@@ -38,3 +38,14 @@ async def cancel_and_wait(task: asyncio.Task[Any], attempts: int = 50, interval:
     elif not task.cancelled():
         with contextlib.suppress(BaseException):
             task.result()
+
+
+async def wait_event(event: asyncio.Event, timeout: float) -> bool:
+    """Wait for ``event`` at most ``timeout`` seconds, then clear it; True when it was set (a wake-up)."""
+    try:
+        await asyncio.wait_for(event.wait(), timeout=max(timeout, 0.0))
+        woken = True
+    except TimeoutError:
+        woken = False
+    event.clear()
+    return woken

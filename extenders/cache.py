@@ -25,6 +25,7 @@ from extenders.model import NodeInfo, PDBInfo, PodInfo
 from extenders.records import PDB, POD, decode_node_hash, podgroup_from
 from extenders.snapshot import Snapshot
 from extenders.store import CatchUp, Store
+from extenders.telemetry import Telemetry
 
 log = logging.getLogger(__name__)
 
@@ -65,8 +66,11 @@ def _pdb(_key: str, raw: bytes) -> PDBInfo:
 class SnapshotCache:
     """A replica's snapshot; concurrent ``refresh()`` calls share one in-flight refresh."""
 
-    def __init__(self, store: Store, max_delta_items: int = 2000, batch: int = 256) -> None:
+    def __init__(
+        self, store: Store, max_delta_items: int = 2000, batch: int = 256, telemetry: Telemetry | None = None
+    ) -> None:
         self.store = store
+        self.telemetry = telemetry or Telemetry()
         self.max_delta_items = max_delta_items
         self.batch = batch
         self.stats = CacheStats()
@@ -106,6 +110,7 @@ class SnapshotCache:
         self.stats.refreshes += 1
         if not self._loaded:
             return await self._full_load()
+        started = time.perf_counter()
         delta = await self.store.catch_up(self._snapshot.generation, self.max_delta_items)
         if delta.reload:
             return await self._full_load()
@@ -114,6 +119,7 @@ class SnapshotCache:
             return self._snapshot
         self.stats.deltas += 1
         self._snapshot = self._apply(self._snapshot, delta)
+        self.telemetry.snapshot_refresh.labels("incremental").observe(time.perf_counter() - started)
         return self._snapshot
 
     def _build_node(
@@ -196,6 +202,7 @@ class SnapshotCache:
             self._loaded = True
             self.stats.full_loads += 1
             self.stats.last_full_load_seconds = time.perf_counter() - started
+            self.telemetry.snapshot_refresh.labels("full").observe(self.stats.last_full_load_seconds)
             # A 100k-pod snapshot is millions of objects; a full cyclic GC pass over them stalls a
             # request for 100-300 ms. Move them out of the collector's sight. Unfreezing first lets
             # this collection reclaim cycles frozen by an earlier load (request frames, tasks).

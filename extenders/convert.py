@@ -145,4 +145,5 @@ def podgroup_info(group: Mapping[str, Any]) -> PodGroupInfo:
         min_member=int(spec.get("minMember") or 0),
         creation_timestamp=meta.get("creationTimestamp") or "",
         schedule_timeout_seconds=int(timeout) if timeout is not None else None,
+        uid=meta.get("uid") or "",
     )

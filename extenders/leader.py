@@ -21,7 +21,9 @@ from typing import Any
 from redis.exceptions import RedisError
 
 from extenders.aio import cancel_and_wait, raise_if_cancelling
+from extenders.logs import FailureLog
 from extenders.store import FencedError, Lease, Store
+from extenders.telemetry import Telemetry
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +49,10 @@ class LeaderElector:
         lease_seconds: float = 15.0,
         restart_delay: float = 1.0,
         max_restart_delay: float = 60.0,
+        telemetry: Telemetry | None = None,
     ) -> None:
         self.store = store
+        self.telemetry = telemetry or Telemetry()
         self.replica_id = replica_id
         self.holder = f"{replica_id}#{secrets.token_hex(4)}"
         self.work = work
@@ -60,6 +64,7 @@ class LeaderElector:
         self.terms = 0  # leadership terms won by this replica
         self._lease: Lease | None = None
         self._task: asyncio.Task[None] | None = None
+        self._failures = FailureLog(log, "leader election (Redis)")
 
     @property
     def is_leader(self) -> bool:
@@ -87,9 +92,10 @@ class LeaderElector:
             try:
                 attempt = await self.store.acquire_lease(self.holder, self.lease_seconds)
             except RedisError as exc:
-                log.warning("leader election: Redis unavailable (%s)", exc)
+                self._failures.failed(exc)
                 await asyncio.sleep(self.renew_interval)
                 continue
+            self._failures.succeeded()
             if attempt.lease is None:
                 # Wake up just after the holder's lease would lapse, but re-check at least every interval.
                 wait = min(self.renew_interval, attempt.retry_ms / 1000 + 0.01) if attempt.retry_ms > 0 else 0.05
@@ -103,6 +109,7 @@ class LeaderElector:
     async def _lead(self, lease: Lease) -> None:
         self._lease = lease
         self.terms += 1
+        self.telemetry.leader_transitions.labels("acquired").inc()
         log.info("replica %s is the leader (epoch %d)", self.replica_id, lease.epoch)
         last_renewed = time.monotonic()
         work: asyncio.Task[None] | None = self._start_work(lease)
@@ -152,6 +159,7 @@ class LeaderElector:
             raise
         finally:
             self._lease = None
+            self.telemetry.leader_transitions.labels("lost").inc()
             if work is not None:
                 await cancel_and_wait(work)
             if released:

@@ -255,6 +255,7 @@ class PodGroupInfo:
     min_member: int = 0
     creation_timestamp: str = ""
     schedule_timeout_seconds: int | None = None
+    uid: str = ""  # for Events about the group
 
     @property
     def key(self) -> str:

@@ -174,6 +174,7 @@ PODGROUP = RecordCodec(
         Column("minMember", "min_member"),
         Column("creationTimestamp", "creation_timestamp"),
         Column("scheduleTimeoutSeconds", "schedule_timeout_seconds"),
+        Column("uid", "uid"),
     ],
 )
 

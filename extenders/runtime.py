@@ -13,7 +13,8 @@ import os
 import socket
 import time
 from collections import deque
-from dataclasses import dataclass
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
 from typing import Any
 
 import redis.asyncio as aredis
@@ -23,10 +24,13 @@ from extenders.aio import cancel_and_wait, raise_if_cancelling
 from extenders.cache import SnapshotCache
 from extenders.kube.client import KubeClient
 from extenders.kube.config import build_http_client
+from extenders.kube.events import EventLimits, EventRecorder
 from extenders.leader import LeaderElector
+from extenders.logs import FailureLog
 from extenders.model import NodeInfo
 from extenders.snapshot import Snapshot
 from extenders.store import Store
+from extenders.telemetry import Telemetry
 from extenders.watcher import Watcher
 
 log = logging.getLogger(__name__)
@@ -50,25 +54,39 @@ class RuntimeConfig:
     tombstone_keep_seconds: float = 600.0  # replicas idle longer than this reload in full
     sweep_interval_seconds: float | None = None  # default: a tenth of the assumed TTL, 0.5 s to 5 s
     readiness_timeout_seconds: float = 2.0
+    events: bool = True  # write Kubernetes Events (when an API server is configured)
+    event_limits: EventLimits = field(default_factory=EventLimits)
+
+
+LeaderWork = Callable[[], Coroutine[Any, Any, None]]
 
 
 class ClusterRuntime:
     """One replica's view of and contribution to the shared cluster state."""
 
-    def __init__(self, redis: aredis.Redis, config: RuntimeConfig) -> None:
+    def __init__(self, redis: aredis.Redis, config: RuntimeConfig, telemetry: Telemetry | None = None) -> None:
         self.config = config
         self.replica_id = config.replica_id or default_replica_id()
         self.redis = redis
+        self.telemetry = telemetry or Telemetry()
         self.store = Store(redis, config.prefix)
-        self.cache = SnapshotCache(self.store)
+        self.cache = SnapshotCache(self.store, telemetry=self.telemetry)
         http = build_http_client(
             config.kube_mode, config.kubeconfig, config.kube_url, config.kube_token, transport=config.kube_transport
         )
         self.kube: KubeClient | None = KubeClient(http) if http is not None else None
-        self.elector: LeaderElector | None = (
-            LeaderElector(self.store, self.replica_id, self._lead, config.lease_seconds) if self.kube else None
+        self.events = EventRecorder(
+            self.kube, self.telemetry, instance=self.replica_id, limits=config.event_limits, enabled=config.events
         )
+        self.elector: LeaderElector | None = (
+            LeaderElector(self.store, self.replica_id, self._lead, config.lease_seconds, telemetry=self.telemetry)
+            if self.kube
+            else None
+        )
+        self.telemetry.leader.set_function(lambda: 1.0 if self.is_leader() else 0.0)
+        self.telemetry.snapshot_generation.set_function(lambda: float(self.cache.current.generation))
         self.watcher: Watcher | None = None
+        self._leader_work: list[LeaderWork] = []
         self._tasks: list[asyncio.Task[Any]] = []
         self._gen_samples: deque[tuple[float, int]] = deque()
         self._gen_store_id = ""
@@ -79,7 +97,12 @@ class ClusterRuntime:
             return self.config.sweep_interval_seconds
         return min(5.0, max(0.5, self.config.assumed_ttl_seconds / 10))
 
+    def add_leader_work(self, work: LeaderWork) -> None:
+        """Run ``work()`` beside the watcher while this replica leads (cancelled when it stops leading)."""
+        self._leader_work.append(work)
+
     async def start(self) -> None:
+        self.events.start()
         if self.elector is not None:
             self._tasks.append(self.elector.start())
         self._tasks.append(asyncio.create_task(self._sweep_loop(), name="assumed-sweeper"))
@@ -91,11 +114,16 @@ class ClusterRuntime:
         for task in self._tasks:
             await cancel_and_wait(task)
         self._tasks.clear()
+        await self.events.stop()
         if self.kube is not None:
             await self.kube.aclose()
 
     async def snapshot(self) -> Snapshot:
         return await self.cache.refresh()
+
+    async def sample_metrics(self) -> None:
+        """Refresh the gauges read from Redis, when metrics are scraped."""
+        self.telemetry.cluster_generation.set(await self.store.generation())
 
     def is_leader(self) -> bool:
         return self.elector is not None and self.elector.is_leader
@@ -125,8 +153,17 @@ class ClusterRuntime:
                 details["generation"] = snap.generation
         except (RedisError, OSError, TimeoutError) as exc:
             details["error"] = f"{type(exc).__name__}: {exc}"
+        if self.kube is None:
+            details["mode"] = "standalone" if self.config.kube_mode == "off" else "no-cluster"
         ready = bool(details["redis"] and details["synced"] is not False and details["snapshot_loaded"])
-        if not ready and "error" not in details:
+        if details.get("mode") == "no-cluster":
+            # Nothing feeds the snapshot: every node name kube-scheduler sends would be unknown here.
+            ready = False
+            details["reason"] = (
+                "no Kubernetes API found (no kubeconfig, no service account): set KUBECONFIG or "
+                "EXTENDER_KUBE_URL, or EXTENDER_KUBE_MODE=off to serve only what requests carry"
+            )
+        elif not ready and "error" not in details:
             details["reason"] = (
                 "the leader has not finished its initial list yet"
                 if details["synced"] is False
@@ -136,22 +173,41 @@ class ClusterRuntime:
 
     async def _lead(self, epoch: int) -> None:
         assert self.kube is not None
-        watcher = Watcher(self.kube, self.store, epoch)
+        watcher = Watcher(self.kube, self.store, epoch, telemetry=self.telemetry)
         self.watcher = watcher
-        await watcher.run()
+        side = [asyncio.create_task(self._keep_running(work), name="leader-side-work") for work in self._leader_work]
+        try:
+            await watcher.run()
+        finally:
+            for task in side:
+                await cancel_and_wait(task)
+
+    @staticmethod
+    async def _keep_running(work: LeaderWork) -> None:
+        """Side work of the leader must not end the term when it fails: restart it after a pause."""
+        while True:
+            try:
+                await work()
+                return
+            except Exception:
+                log.exception("leader work failed; restarting it in 5s")
+                await asyncio.sleep(5.0)
 
     async def _initial_load(self) -> None:
         delay = 0.2
+        failures = FailureLog(log, "initial snapshot load")
         while not self.cache.loaded:
             raise_if_cancelling()
             try:
                 await self.cache.refresh()
             except (RedisError, OSError) as exc:
-                log.warning("initial snapshot load failed (%s); retrying", exc)
+                failures.failed(exc)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
+        failures.succeeded()
 
     async def _sweep_loop(self) -> None:
+        failures = FailureLog(log, "assumed-pod sweep")
         while True:
             raise_if_cancelling()
             await asyncio.sleep(self.sweep_interval)
@@ -162,7 +218,9 @@ class ClusterRuntime:
                 if self.is_leader():
                     await self._compact()
             except (RedisError, OSError) as exc:
-                log.warning("assumed-pod sweep failed: %s", exc)
+                failures.failed(exc)
+                continue
+            failures.succeeded()
 
     async def _compact(self) -> None:
         """Drop tombstones older than ``tombstone_keep_seconds`` (sampled generations, so no clock in Redis)."""

@@ -19,7 +19,7 @@ hash tag such as ``{extender}`` so every key lands in one slot):
 ``P:podloc``          hash uid -> node name, for every placed pod
 ``P:pending``         hash uid -> PodInfo record of unbound, non-terminal pods; ``P:pendingz`` uid -> gen
 ``P:pdb``/``P:pdbz``  PodDisruptionBudgets by namespace/name
-``P:podgroup``/``P:podgroupz``  PodGroups by namespace/name: ``{"minMember", "creationTimestamp"}``
+``P:podgroup``/``P:podgroupz``  PodGroups by namespace/name: ``{"minMember", "creationTimestamp", "uid", …}``
 ``P:assumed``         zset uid -> deadline (ms, Redis clock) of pods assumed but not yet confirmed
 ``P:refused``/``P:refusedpod``  pods filter refused on every node in the last seconds (zset uid ->
                       time, hash uid -> namespace/name); ``P:requeued`` uid -> time of its last requeue;

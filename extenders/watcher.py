@@ -29,6 +29,7 @@ from extenders.kube.client import PODGROUPS_PATH, GoneError, KubeApiError, KubeC
 from extenders.kube.requeue import REFUSAL_WINDOW_SECONDS, REQUEUE_INTERVAL_SECONDS, Requeuer
 from extenders.quantity import QuantityError
 from extenders.store import FencedError, Op, Store
+from extenders.telemetry import Telemetry
 
 log = logging.getLogger(__name__)
 
@@ -145,8 +146,10 @@ class Watcher:
         backoff_max: float = 10.0,
         podgroup_recheck_seconds: float = 60.0,
         min_watch_seconds: float = 1.0,
+        telemetry: Telemetry | None = None,
     ) -> None:
         self.kube = kube
+        self.telemetry = telemetry or Telemetry()
         self.store = store
         self.epoch = epoch
         self.batch_size = batch_size
@@ -353,12 +356,13 @@ class Watcher:
         """Apply events until the server ends the stream; returns the last resourceVersion written."""
         stats = self.stats.of(resource.kind)
         stats.watches += 1
-        queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue(maxsize=10 * self.batch_size)
+        # Each event with the time it was read, so the write's lag behind the watch is measured.
+        queue: asyncio.Queue[tuple[float, dict[str, Any]] | None] = asyncio.Queue(maxsize=10 * self.batch_size)
 
         async def read() -> None:
             try:
                 async for event in self.kube.watch(resource.path, rv, self.watch_timeout):
-                    await queue.put(event)
+                    await queue.put((time.perf_counter(), event))
             finally:
                 with contextlib.suppress(asyncio.QueueFull):
                     queue.put_nowait(None)
@@ -369,9 +373,10 @@ class Watcher:
                 raise_if_cancelling()
                 if queue.empty() and reader.done():
                     break  # ended while the queue was full, so its end marker was dropped
-                event = await queue.get()
-                if event is None:
+                item = await queue.get()
+                if item is None:
                     break
+                oldest, event = item
                 batch = [event]
                 ended = False
                 while len(batch) < self.batch_size and not queue.empty():
@@ -379,8 +384,10 @@ class Watcher:
                     if more is None:
                         ended = True
                         break
-                    batch.append(more)
+                    batch.append(more[1])
                 await self._apply_events(resource, batch)
+                self.telemetry.watch_lag.labels(resource.kind).observe(time.perf_counter() - oldest)
+                self.telemetry.watch_events.labels(resource.kind).inc(len(batch))
                 if ended:
                     break
             await asyncio.wait([reader])

@@ -5,6 +5,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh --test
-echo "== ruff" && .venv/bin/ruff check app extenders tests bench scripts && .venv/bin/ruff format --check app extenders tests bench scripts
-echo "== mypy" && .venv/bin/mypy app extenders tests bench scripts
+echo "== ruff" && .venv/bin/ruff check app extenders devstack tests bench scripts && .venv/bin/ruff format --check app extenders devstack tests bench scripts
+echo "== mypy" && .venv/bin/mypy app extenders devstack tests bench scripts
 echo "== pytest" && .venv/bin/python -m pytest -q "$@"

@@ -9,9 +9,11 @@ from typing import Any
 from extenders.cache import SnapshotCache
 from extenders.convert import node_facts, pod_info
 from extenders.kube.client import KubeClient
+from extenders.kube.events import EventRecorder
 from extenders.model import PodInfo
 from extenders.snapshot import Snapshot
 from extenders.store import Op, Store
+from extenders.telemetry import Telemetry
 from tests.fake_kube.client import make_node, make_pod
 
 GPU = "example.com/gpu"
@@ -69,9 +71,11 @@ class LocalRuntime:
 
     def __init__(self, store: Store, kube: KubeClient | None = None, replica_id: str = "r1") -> None:
         self.store = store
-        self.cache = SnapshotCache(store)
+        self.telemetry = Telemetry()
+        self.cache = SnapshotCache(store, telemetry=self.telemetry)
         self.kube = kube
         self.replica_id = replica_id
+        self.events = EventRecorder(kube, self.telemetry, instance=replica_id)  # its writer is not started
 
     async def snapshot(self) -> Snapshot:
         return await self.cache.refresh()

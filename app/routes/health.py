@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from redis.exceptions import RedisError
 
 from app.responses import JSONAnswer
 from app.state import get_state
@@ -32,4 +35,12 @@ async def readyz(request: Request) -> JSONAnswer:
 @router.get("/metrics", summary="Prometheus metrics", response_class=Response)
 async def metrics(request: Request) -> Response:
     state = get_state(request)
+    if state.gangs is not None and state.runtime is not None:
+        # Gauges read from Redis when scraped; a slow or absent Redis leaves their last values.
+        try:
+            async with asyncio.timeout(2.0):
+                await state.gangs.sample_metrics()
+                await state.runtime.sample_metrics()
+        except (RedisError, OSError, TimeoutError):
+            pass
     return Response(generate_latest(state.metrics.registry), media_type=CONTENT_TYPE_LATEST)

@@ -23,6 +23,7 @@ from redis.exceptions import RedisError
 from extenders import engine
 from extenders.convert import pod_info
 from extenders.kube.client import BindResult, BindStatus, KubeApiError, KubeClient
+from extenders.kube.events import EventRecorder
 from extenders.model import NodeInfo, PodInfo
 from extenders.plugins.framework import SKIP, Verdict
 from extenders.plugins.registry import CAPACITY_FILTERS, FILTERS
@@ -30,6 +31,7 @@ from extenders.policy import Policy
 from extenders.quantity import QuantityError
 from extenders.snapshot import Snapshot
 from extenders.store import AssumeStatus, Store
+from extenders.telemetry import Telemetry
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +67,8 @@ class BindRuntime(Protocol):
 
     store: Store
     kube: KubeClient | None
+    telemetry: Telemetry
+    events: EventRecorder
 
     async def snapshot(self) -> Snapshot: ...
 

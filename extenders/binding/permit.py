@@ -19,9 +19,11 @@ from redis.exceptions import RedisError
 from extenders.aio import cancel_and_wait
 from extenders.binding.binder import Binder, BindTarget
 from extenders.binding.waiters import DoneBatcher, Outcome, Waiters, WaitResult
+from extenders.gang import reasons
 from extenders.gang.config import GangConfig
 from extenders.gang.membership import GangIndexCache, GangRef, order_score
 from extenders.gang.state import ArriveResult, ArriveStatus, GangStore
+from extenders.kube.events import ObjectRef
 from extenders.model import PodInfo
 
 log = logging.getLogger(__name__)
@@ -46,6 +48,10 @@ class GangPermit:
         self.replica_id = replica_id
         self.index = index or GangIndexCache(config)
         self.finished = DoneBatcher(store)
+        self.events = binder.runtime.events
+
+    def _note(self, pod: PodInfo, reason: str, message: str) -> None:
+        self.events.record(ObjectRef.pod(pod.namespace, pod.name, pod.uid), reasons.TYPES[reason], reason, message)
 
     async def _arrive(self, target: BindTarget, pod: PodInfo, ref: GangRef, token: str) -> ArriveResult | str:
         """Validate and arrive; re-validates when the node changed in between (CAS conflict)."""
@@ -82,6 +88,7 @@ class GangPermit:
         caller stops waiting (kube-scheduler's ``httpTimeout`` passed): a held arrival is then
         withdrawn, unless the gang was permitted meanwhile."""
         if ref.min_member is None:
+            self._note(pod, reasons.GANG_INVALID, ref.error)
             return ref.error
         token = secrets.token_hex(8)
         try:
@@ -89,16 +96,22 @@ class GangPermit:
         except (RedisError, OSError) as exc:
             return f"gang {ref.key}: cannot record the arrival of {pod.key} (Redis: {exc})"
         if isinstance(arrived, str):
+            if arrived:
+                self._note(pod, reasons.BIND_FAILED, arrived)
             return arrived
         status = arrived.status
         if status is ArriveStatus.REJECTED:
-            return f"{arrived.why}; cooling down for {max(arrived.ms_left, 0) / 1000:.1f}s more"
+            why = f"{arrived.why}; cooling down for {max(arrived.ms_left, 0) / 1000:.1f}s more"
+            self._note(pod, reasons.GANG_COOLING_DOWN, why)
+            return why
         if status is ArriveStatus.NOT_ADMITTED:
             assembling = ", ".join(arrived.assembling) or "none"
-            return (
+            why = (
                 f"gang {ref.key} is not admitted to assemble yet: position {arrived.position} in the queue, "
                 f"assembling now: {assembling} (at most {self.config.max_assembling} at once)"
             )
+            self._note(pod, reasons.GANG_WAITING, why)
+            return why
         if status is ArriveStatus.BOUND:
             return "" if arrived.node == target.node else f"pod {pod.key} is already bound to node {arrived.node}"
         if status is ArriveStatus.PERMITTED:
@@ -138,7 +151,10 @@ class GangPermit:
         if waited.outcome is Outcome.PERMITTED:
             return await self._bind_permitted(target, pod, ref, token)
         if waited.outcome is Outcome.REJECTED:
-            return f"{waited.why}; cooling down for {max(waited.cool_ms, 0) / 1000:.1f}s"
+            why = f"{waited.why}; cooling down for {max(waited.cool_ms, 0) / 1000:.1f}s"
+            self._note(pod, reasons.GANG_REJECTED, why)
+            return why
+        self._note(pod, reasons.BIND_FAILED, waited.why)
         # Bounded like the wait: a hung Redis must not hold the answer (the reservation then
         # lapses with its hold TTL).
         with contextlib.suppress(RedisError, OSError, TimeoutError):
@@ -189,4 +205,9 @@ class GangPermit:
         except (RedisError, OSError) as exc:
             # Bound: the watch confirms the reservation anyway. Not bound: it lapses with the lease.
             log.warning("gang %s: recording the outcome for %s failed: %s", ref.key, pod.key, exc)
-        return self.binder.bind_error(pod, target.node, result)
+        error = self.binder.bind_error(pod, target.node, result)
+        if error:
+            self._note(pod, reasons.BIND_FAILED, error)
+        else:
+            self._note(pod, reasons.GANG_PERMITTED, f"gang {ref.key} is permitted: bound to node {target.node}")
+        return error

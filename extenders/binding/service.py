@@ -16,8 +16,11 @@ from extenders.aio import cancel_and_wait
 from extenders.binding.binder import Binder, BindTarget, FitCheck, capacity_fit, policy_fit
 from extenders.binding.permit import GangPermit
 from extenders.binding.waiters import GangEvents, Waiters
+from extenders.gang import reasons
 from extenders.gang.membership import gang_ref
 from extenders.gang.service import GangService
+from extenders.kube.events import ObjectRef
+from extenders.logs import log_fields
 from extenders.policy import Policy
 
 
@@ -47,6 +50,7 @@ class BindService:
             nudger.wake if nudger is not None else None,
         )
         self.permit = GangPermit(self.binder, gangs.store, self.waiters, config, gangs.replica_id, gangs.index)
+        self.runtime.telemetry.held_binds.set_function(self.waiters.held_count)
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
@@ -68,9 +72,15 @@ class BindService:
             resolved = await self.binder.resolve(target, snapshot)
         except (RedisError, OSError) as exc:
             return f"cannot bind {target.key}: cluster snapshot unavailable (Redis: {exc})"
-        if resolved.error or resolved.pod is None or resolved.bound_to:
-            return await self.binder.bind(target, resolved)
-        ref = gang_ref(resolved.pod, snapshot.podgroups, self.gangs.config)
-        if ref is None or not ref.is_gang:
-            return await self.binder.bind(target, resolved)
-        return await self.permit.bind(target, resolved.pod, ref, gone)
+        ref = None
+        if not (resolved.error or resolved.pod is None or resolved.bound_to):
+            ref = gang_ref(resolved.pod, snapshot.podgroups, self.gangs.config)
+        if ref is not None and ref.is_gang:
+            assert resolved.pod is not None
+            with log_fields(gang=ref.key):
+                return await self.permit.bind(target, resolved.pod, ref, gone)  # notes its own Events
+        error = await self.binder.bind(target, resolved)
+        if error:
+            pod = ObjectRef.pod(target.namespace, target.name, target.uid)
+            self.runtime.events.record(pod, reasons.TYPES[reasons.BIND_FAILED], reasons.BIND_FAILED, error)
+        return error

@@ -22,6 +22,7 @@ from redis.exceptions import RedisError
 from extenders.aio import cancel_and_wait, cancelling
 from extenders.gang.config import GangConfig
 from extenders.gang.state import GangStore
+from extenders.logs import FailureLog, detached
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +72,7 @@ class Waiters:
         held = _Held(uid, token, time.monotonic() + timeout, loop.create_future())
         entry.held[token] = held
         if entry.task is None or entry.task.done():
-            entry.task = asyncio.create_task(self._poll(entry), name=f"gang-poll-{gang}")
+            entry.task = asyncio.create_task(self._poll(entry), name=f"gang-poll-{gang}", context=detached(gang=gang))
         else:
             entry.wake.set()
         try:
@@ -88,6 +89,10 @@ class Waiters:
             entry.held.pop(token, None)
             if not entry.held and (entry.task is None or entry.task.done()) and self._gangs.get(gang) is entry:
                 del self._gangs[gang]
+
+    def held_count(self) -> int:
+        """Bind calls held on this replica now (a metric)."""
+        return sum(len(entry.held) for entry in self._gangs.values())
 
     def wake(self, gang: str) -> None:
         entry = self._gangs.get(gang)
@@ -108,6 +113,7 @@ class Waiters:
         interval = self.config.poll_interval_seconds
         lease = self.config.arrival_lease_seconds
         last_ok = time.monotonic()
+        failures = FailureLog(log, f"gang {entry.key}: polling Redis")
         try:
             while entry.held:
                 entry.wake.clear()
@@ -121,11 +127,12 @@ class Waiters:
                         self.store.poll(entry.key, [(h.uid, h.token) for h in pending]), timeout=lease
                     )
                     last_ok = time.monotonic()
+                    failures.succeeded()
                 except (RedisError, OSError, TimeoutError) as exc:
                     if cancelling():
                         raise asyncio.CancelledError from exc
                     detail = str(exc) or type(exc).__name__
-                    log.warning("gang %s: polling Redis failed: %s", entry.key, detail)
+                    failures.failed(detail)
                     if time.monotonic() - last_ok > lease:
                         why = f"gang {entry.key}: Redis unreachable for longer than the arrival lease ({detail})"
                         for h in pending:
@@ -189,12 +196,14 @@ class GangEvents:
 
     async def run(self) -> None:
         backoff = 0.1
+        failures = FailureLog(log, "gang pub/sub (polling covers while it is down)")
         while True:
             pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
             try:
                 channels = [self.channel] + ([self.nudge_channel] if self.on_nudge and self.nudge_channel else [])
                 await pubsub.subscribe(*channels)
                 self.connected.set()
+                failures.succeeded()
                 backoff = 0.1
                 nudges = self.nudge_channel.encode()
                 while True:
@@ -213,7 +222,7 @@ class GangEvents:
                 if cancelling():
                     # The client may turn our cancellation into a connection error: stop anyway.
                     raise asyncio.CancelledError from exc
-                log.warning("gang pub/sub lost (%s); polling covers until it is back", exc)
+                failures.failed(exc)
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 5.0)
             finally:
@@ -234,7 +243,9 @@ class DoneBatcher:
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._pending.setdefault(gang, []).append((uid, token, bound, future))
         if gang not in self._flushing:
-            self._flushing[gang] = asyncio.create_task(self._flush(gang), name=f"gang-done-{gang}")
+            self._flushing[gang] = asyncio.create_task(
+                self._flush(gang), name=f"gang-done-{gang}", context=detached(gang=gang)
+            )
         return await asyncio.shield(future)
 
     async def _flush(self, gang: str) -> None:

@@ -27,6 +27,7 @@ class GangVerdict:
     fit: bool
     reason: str = ""
     unresolvable: bool = True
+    event: str = ""  # the Event reason it is reported under (extenders.gang.reasons)
 
     def failed_nodes(self, names: Iterable[str]) -> dict[str, str]:
         """``{node: reason}`` for FailedAndUnresolvableNodes (empty when the gang lets the pod pass)."""

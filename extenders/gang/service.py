@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import redis.asyncio as aredis
@@ -20,17 +21,28 @@ from redis.exceptions import RedisError
 
 from extenders.aio import cancel_and_wait, cancelling
 from extenders.binding.binder import BindRuntime
+from extenders.gang import reasons
 from extenders.gang.config import GangConfig
 from extenders.gang.filter import GangVerdict, capacity_shortfall
+from extenders.gang.journal import ADMITTED, PERMITTED, REJECTED, Decision, GangJournal
 from extenders.gang.membership import GangIndexCache, GangMembers, GangOf, gang_of_for, gang_ref, order_score
 from extenders.gang.nudger import Nudger
+from extenders.gang.podgroup_status import PodGroupStatusWriter
 from extenders.gang.state import FilterState, FilterStatus, GangStore
-from extenders.gang.status import gang_document
+from extenders.gang.status import STATES, gang_document
+from extenders.kube.events import ObjectRef
 from extenders.kube.requeue import Requeuer
+from extenders.logs import FailureLog, log_fields
 from extenders.model import PodInfo
 from extenders.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
+
+_DECISION_REASONS = {
+    ADMITTED: reasons.GANG_ADMITTED,
+    PERMITTED: reasons.GANG_PERMITTED,
+    REJECTED: reasons.GANG_REJECTED,
+}
 
 
 class GangService:
@@ -54,6 +66,14 @@ class GangService:
         self.nudger = (
             Nudger(self.store, Requeuer(kube), self.config.sweep_interval_seconds) if kube is not None else None
         )
+        self.journal = GangJournal(redis, runtime.store.prefix, self._report)
+        self.podgroup_status = (
+            PodGroupStatusWriter(
+                kube, runtime.snapshot, self._members, self.gang_states, self.config.podgroup_label, runtime.telemetry
+            )
+            if kube is not None
+            else None
+        )
         self._tasks: list[asyncio.Task[None]] = []
 
     # --- lifecycle -----------------------------------------------------------------------------
@@ -63,6 +83,12 @@ class GangService:
         if self.nudger is not None:
             self._tasks.append(asyncio.create_task(self.nudger.run(), name="gang-nudger"))
 
+    def leader_work(self) -> list[Callable[[], Coroutine[Any, Any, None]]]:
+        """What the watch leader runs for gangs: reporting decisions, and PodGroup status."""
+        if self.podgroup_status is None:
+            return []
+        return [self.journal.run, self.podgroup_status.run]
+
     async def stop(self) -> None:
         # cancel_and_wait re-cancels: redis-py can swallow a cancellation (Python 3.11's wait_for).
         for task in self._tasks:
@@ -70,21 +96,38 @@ class GangService:
         self._tasks.clear()
 
     async def _sweep_loop(self) -> None:
+        failures = FailureLog(log, "gang sweep")
         while True:
             await asyncio.sleep(self.config.sweep_interval_seconds)
             try:
                 removed = await self.store.sweep()
-                if removed:
-                    log.info("removed idle gang bookkeeping: %s", ", ".join(removed[:10]))
             except (RedisError, OSError) as exc:
                 if cancelling():
                     raise asyncio.CancelledError from exc  # stopping: the client turned it into an error
-                log.warning("gang sweep failed: %s", exc)
+                failures.failed(exc)
+                continue
+            failures.succeeded()
+            if removed:
+                log.info("removed idle gang bookkeeping: %s", ", ".join(removed[:10]))
 
     # --- filter --------------------------------------------------------------------------------
 
     async def filter(self, pod: PodInfo, snapshot: Snapshot, passing: list[str]) -> GangVerdict | None:
-        """None for pods outside any gang; else whether the member may pass (with the reason if not).
+        """None for pods outside any gang; else whether the member may pass (with the reason if not),
+        noted as an Event on the pod (written in the background)."""
+        verdict = await self._filter(pod, snapshot, passing)
+        if verdict is not None and not verdict.fit:
+            with log_fields(gang=verdict.gang):
+                log.debug("gang member %s not placed: %s", pod.key, verdict.reason)
+        if verdict is not None and verdict.event:
+            message = verdict.reason or f"gang {verdict.gang} is admitted to assemble: this member may be placed"
+            self.runtime.events.record(
+                ObjectRef.pod(pod.namespace, pod.name, pod.uid), reasons.TYPES[verdict.event], verdict.event, message
+            )
+        return verdict
+
+    async def _filter(self, pod: PodInfo, snapshot: Snapshot, passing: list[str]) -> GangVerdict | None:
+        """The gang check itself.
 
         The capacity check runs only while the gang is not admitted: once it assembles, kube-scheduler
         has assumed members whose bind calls may not have reached us yet, so what the gang still needs
@@ -94,7 +137,7 @@ class GangService:
         if ref is None or not ref.is_gang:
             return None
         if ref.min_member is None:
-            return GangVerdict(ref.key, False, ref.error)
+            return GangVerdict(ref.key, False, ref.error, event=reasons.GANG_INVALID)
         members = self.index.get(snapshot).members(ref.key)
         if all(p.uid != pod.uid for p in members.all()):
             # The watch has not written this pod yet: it is a member all the same.
@@ -110,6 +153,7 @@ class GangService:
                     False,
                     f"gang {ref.key}: only {members.count} of the {minimum} required members exist "
                     f"({len(members.pending)} pending, {len(members.held)} held at bind, {len(members.bound)} bound)",
+                    event=reasons.GANG_WAITING,
                 )
             state = await self.store.check(ref.key, me)
             reason = ""
@@ -120,21 +164,29 @@ class GangService:
             return GangVerdict(ref.key, False, f"gang {ref.key}: gang state unavailable (Redis: {exc})")
         if state.status is FilterStatus.COOLING:
             return self._cooling(ref.key, state)
-        if state.status in (FilterStatus.ADMITTED, FilterStatus.PERMITTED):
+        if state.status is FilterStatus.ADMITTED:
+            return GangVerdict(ref.key, True, event=reasons.GANG_ADMITTED)
+        if state.status is FilterStatus.PERMITTED:
             return GangVerdict(ref.key, True)
         if reason:
-            return GangVerdict(ref.key, False, reason)
+            return GangVerdict(ref.key, False, reason, event=reasons.GANG_WAITING)
         assembling = ", ".join(state.assembling) or "none"
         return GangVerdict(
             ref.key,
             False,
             f"gang {ref.key} is waiting to be admitted: position {state.position} in the queue, "
             f"assembling now: {assembling} (at most {self.config.max_assembling} at once)",
+            event=reasons.GANG_WAITING,
         )
 
     @staticmethod
     def _cooling(gang: str, state: FilterState) -> GangVerdict:
-        return GangVerdict(gang, False, f"{state.why}; cooling down for {max(state.ms_left, 0) / 1000:.1f}s more")
+        return GangVerdict(
+            gang,
+            False,
+            f"{state.why}; cooling down for {max(state.ms_left, 0) / 1000:.1f}s more",
+            event=reasons.GANG_COOLING_DOWN,
+        )
 
     async def release_orphan(self, pod: PodInfo, snapshot: Snapshot) -> bool:
         """True when ``pod`` was held at bind in ``snapshot`` and that reservation was dropped.
@@ -163,6 +215,54 @@ class GangService:
     def gang_of(self, snapshot: Snapshot) -> GangOf:
         """The ``gang_of`` callable for ``extenders.preemption`` (same label keys as here)."""
         return gang_of_for(snapshot, self.config)
+
+    # --- reporting (the watch leader) ----------------------------------------------------------
+
+    async def _report(self, decision: Decision) -> None:
+        """A decision from the journal: metrics, an Event on the PodGroup, its status refreshed."""
+        telemetry = self.runtime.telemetry
+        if decision.kind == ADMITTED:
+            telemetry.gang_admissions.inc()
+            message = f"gang {decision.gang} is admitted to assemble: its members may be placed and are held at bind"
+        elif decision.kind == PERMITTED:
+            telemetry.gang_decisions.labels(PERMITTED).inc()
+            if decision.since_admission_seconds is not None:
+                telemetry.gang_time_to_permit.observe(decision.since_admission_seconds)
+            message = f"gang {decision.gang} is permitted: its minimum of members is placed and they bind now"
+        elif decision.kind == REJECTED:
+            telemetry.gang_decisions.labels(REJECTED).inc()
+            cool = (decision.cool_ms or 0) / 1000
+            message = f"{decision.why}; its reservations were released; cooling down for {cool:.1f}s"
+        else:
+            return
+        if decision.kind != ADMITTED and decision.window_seconds is not None:
+            telemetry.gang_window.labels(decision.kind).observe(decision.window_seconds)
+        if self.podgroup_status is not None:
+            if decision.kind == ADMITTED:
+                self.podgroup_status.admitted(decision.gang, decision.at_ms)
+            else:
+                self.podgroup_status.wake()
+        group = (await self.runtime.snapshot()).podgroups.get(decision.gang)
+        if group is not None:
+            reason = _DECISION_REASONS[decision.kind]
+            ref = ObjectRef.podgroup(group.namespace, group.name, group.uid)
+            self.runtime.events.record(ref, reasons.TYPES[reason], reason, message)
+
+    def _members(self, snapshot: Snapshot, gang: str) -> GangMembers:
+        return self.index.get(snapshot).members(gang)
+
+    async def gang_states(self, gangs: list[str]) -> dict[str, str]:
+        """Each gang's state as ``GET /v1/gangs`` reports it (waiting, assembling, permitted, ...)."""
+        now, records = await self.store.read(gangs)
+        return {r.key: gang_document(r.key, r, None, None, now)["state"] for r in records}
+
+    async def sample_metrics(self) -> None:
+        """Refresh the gauges read from Redis (gangs by state), when metrics are scraped."""
+        counts = dict.fromkeys(STATES, 0)
+        for doc in await self.list_gangs():
+            counts[doc["state"]] = counts.get(doc["state"], 0) + 1
+        for state, count in counts.items():
+            self.runtime.telemetry.gangs.labels(state).set(count)
 
     # --- status --------------------------------------------------------------------------------
 

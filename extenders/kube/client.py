@@ -175,6 +175,32 @@ class KubeClient:
             return False
         raise _error_from_response(resp)
 
+    async def create_event(self, namespace: str, event: dict[str, Any]) -> None:
+        """POST a core/v1 Event (the API kubectl describe reads)."""
+        path = f"/api/v1/namespaces/{quote(namespace)}/events"
+        resp = await self.http.post(path, content=orjson.dumps(event), headers={"Content-Type": "application/json"})
+        if resp.status_code not in (200, 201):
+            raise _error_from_response(resp)
+
+    async def patch_event(self, namespace: str, name: str, changes: dict[str, Any]) -> bool:
+        """Merge ``changes`` into an Event; False when it is gone (Events expire after an hour)."""
+        return await self._merge_patch(f"/api/v1/namespaces/{quote(namespace)}/events/{quote(name)}", changes)
+
+    async def patch_podgroup_status(self, namespace: str, name: str, status: dict[str, Any]) -> bool:
+        """Merge ``status`` into a PodGroup's status subresource; False when the PodGroup is gone."""
+        path = f"/apis/{PODGROUP_GROUP_VERSION}/namespaces/{quote(namespace)}/podgroups/{quote(name)}/status"
+        return await self._merge_patch(path, {"status": status})
+
+    async def _merge_patch(self, path: str, body: dict[str, Any]) -> bool:
+        resp = await self.http.patch(
+            path, content=orjson.dumps(body), headers={"Content-Type": "application/merge-patch+json"}
+        )
+        if resp.status_code == 404:
+            return False
+        if resp.status_code != 200:
+            raise _error_from_response(resp)
+        return True
+
     async def bind_pod(self, namespace: str, name: str, uid: str, node: str) -> BindResult:
         """Create the pod's Binding with its UID as precondition, and say what happened.
 

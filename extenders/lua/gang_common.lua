@@ -21,6 +21,8 @@
 -- P:gangnudge        zset gang -> when its parked members are to be nudged (ms)
 -- P:gangev           pub/sub channel; a message (the gang key) wakes held calls at once
 -- P:gangnudgeev      pub/sub channel; a message says a nudge is due now
+-- P:gangjournal      stream of decisions (admitted, permitted, rejected) with their times, read by
+--                    the watch leader for Events, PodGroup status and metrics (capped, approximate)
 local COOLDOWN, COOLDOWN_MAX = string.match(ARGV[2], '^(%d+):?(%d*)$')
 COOLDOWN = tonumber(COOLDOWN)
 COOLDOWN_MAX = math.max(tonumber(COOLDOWN_MAX) or COOLDOWN, COOLDOWN)
@@ -31,6 +33,8 @@ local G_CHAN = P .. ':gangev'
 local G_ACTIVE = P .. ':gangactive'
 local G_NUDGE = P .. ':gangnudge'
 local G_NUDGE_CHAN = P .. ':gangnudgeev'
+local G_JOURNAL = P .. ':gangjournal'
+local JOURNAL_CAP = 10000
 local function k_state(gk) return P .. ':gang:' .. gk end
 local function k_arr(gk) return P .. ':gangarr:' .. gk end
 local function k_lease(gk) return P .. ':ganglease:' .. gk end
@@ -60,6 +64,11 @@ local function nudge_queue_head(now)
   end
 end
 
+-- Append a decision to the journal: its kind, the gang, Redis's time and the kind's own fields.
+local function journal(gk, kind, now, ...)
+  redis.call('XADD', G_JOURNAL, 'MAXLEN', '~', JOURNAL_CAP, '*', 'gang', gk, 'kind', kind, 't', now, ...)
+end
+
 -- Un-reserve a held member, as forget.lua does: only an assumed placement is ours to drop.
 local function release(uid)
   if redis.call('ZSCORE', K_ASSUMED, uid) then unplace(uid) end
@@ -81,6 +90,8 @@ local function reject(gk, now, why)
   -- assembling turn from gangs queued behind it.
   local n = redis.call('HINCRBY', k_state(gk), 'rejections', 1)
   local cool = math.min(COOLDOWN * 2 ^ math.min(n - 1, 30), COOLDOWN_MAX)
+  local first = redis.call('HGET', k_state(gk), 'first') or ''
+  journal(gk, 'rejected', now, 'first', first, 'cool', cool, 'why', why)
   redis.call('HSET', k_state(gk), 'state', 'rejected', 'cool', now + cool, 'why', why)
   redis.call('HDEL', k_state(gk), 'first', 'deadline')
   redis.call('ZREM', G_ASM, gk)
@@ -102,6 +113,8 @@ local function permit(gk, now, ttl)
   end
   redis.call('DEL', k_lease(gk))
   redis.call('SREM', G_ACTIVE, gk)
+  local st = redis.call('HMGET', k_state(gk), 'first', 'admitted')
+  journal(gk, 'permitted', now, 'first', st[1] or '', 'admitted', st[2] or '')
   redis.call('HSET', k_state(gk), 'state', 'permitted', 'permitted_at', now)
   redis.call('HDEL', k_state(gk), 'first', 'deadline', 'rejections')
   redis.call('ZREM', G_ASM, gk)
@@ -223,6 +236,7 @@ local function admit(gk, now, score, max_asm, idle)
   redis.call('ZADD', G_ASM, now, gk)
   redis.call('HSET', k_state(gk), 'admitted', now)
   redis.call('HDEL', k_state(gk), 'yielded')
+  journal(gk, 'admitted', now)
   return true, 0
 end
 

@@ -10,19 +10,16 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import yaml
 
-from tests.e2e.controlplane import ControlPlane, find_binaries
-from tests.e2e.kube import Kube, wait_for
-from tests.e2e.stack import Stack
+from devstack.controlplane import ControlPlane, find_binaries
+from devstack.kube import Kube, install_podgroup_crd, priority_class, wait_for
+from devstack.stack import Stack
 from tests.plugins.e2e_tier import missing_message
 
-REPO = Path(__file__).resolve().parents[2]
 # Gang timing for the tier: the defaults, with a leader lease short enough for the kill test.
 GANG_ENV = {"EXTENDER_GANG_ARRIVAL_LEASE_SECONDS": "3"}
 
@@ -45,36 +42,11 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlP
 def kube(control_plane: ControlPlane) -> Iterator[Kube]:
     client = control_plane.client()
     kube = Kube(client)
-    kube.create("/apis/scheduling.k8s.io/v1/priorityclasses", _priority_class("e2e-low", 100))
-    kube.create("/apis/scheduling.k8s.io/v1/priorityclasses", _priority_class("e2e-high", 1000))
+    kube.create("/apis/scheduling.k8s.io/v1/priorityclasses", priority_class("e2e-low", 100))
+    kube.create("/apis/scheduling.k8s.io/v1/priorityclasses", priority_class("e2e-high", 1000))
     install_podgroup_crd(kube)
     yield kube
     client.close()
-
-
-def install_podgroup_crd(kube: Kube) -> None:
-    """The PodGroup CRD from deploy/, established before any stack starts (replicas probe for it)."""
-    crd = yaml.safe_load((REPO / "deploy" / "crds" / "podgroups.scheduling.x-k8s.io.yaml").read_text())
-    path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-    kube.create(path, crd)
-
-    def established() -> bool:
-        obj = kube.get(f"{path}/{crd['metadata']['name']}") or {}
-        conditions = (obj.get("status") or {}).get("conditions") or []
-        return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
-
-    wait_for(established, 30, "the PodGroup CRD established")
-    wait_for(lambda: kube.get("/apis/scheduling.x-k8s.io/v1alpha1/podgroups") is not None, 30, "PodGroups served")
-
-
-def _priority_class(name: str, value: int) -> dict[str, Any]:
-    return {
-        "apiVersion": "scheduling.k8s.io/v1",
-        "kind": "PriorityClass",
-        "metadata": {"name": name},
-        "value": value,
-        "preemptionPolicy": "PreemptLowerPriority",
-    }
 
 
 StartStack = Callable[..., Stack]

@@ -9,9 +9,9 @@ from typing import Any
 import httpx
 import pytest
 
+from devstack.kube import resources, wait_for
+from devstack.stack import Stack
 from tests.e2e.conftest import Cluster, StartStack
-from tests.e2e.kube import resources, wait_for
-from tests.e2e.stack import Stack
 from tests.e2e.test_gangs import bound, legacy
 
 pytestmark = pytest.mark.e2e

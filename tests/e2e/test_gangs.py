@@ -11,8 +11,8 @@ from collections.abc import Mapping
 
 import pytest
 
+from devstack.kube import resources, wait_for
 from tests.e2e.conftest import Cluster
-from tests.e2e.kube import resources, wait_for
 
 pytestmark = pytest.mark.e2e
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from devstack.kube import resources
+from devstack.stack import Stack
 from tests.e2e.conftest import Cluster, StartStack
-from tests.e2e.kube import resources
-from tests.e2e.stack import Stack
 
 pytestmark = pytest.mark.e2e
 

@@ -7,6 +7,7 @@ import logging
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from app.settings import Settings, env_name
 
@@ -43,7 +44,7 @@ def test_version() -> None:
 
 
 def test_api_client_requests_are_logged_only_at_debug() -> None:
-    from app.__main__ import configure_logging
+    from app.logging_config import configure_logging
 
     httpx_log = logging.getLogger("httpx")
     try:
@@ -54,3 +55,9 @@ def test_api_client_requests_are_logged_only_at_debug() -> None:
     finally:
         for name in ("httpx", "httpcore", "aiohttp.access"):
             logging.getLogger(name).setLevel(logging.NOTSET)
+
+
+def test_the_readme_documents_every_setting() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    missing = [env_name(name) for name in Settings.model_fields if f"`{env_name(name)}`" not in readme]
+    assert not missing, f"settings missing from the README's configuration table: {missing}"

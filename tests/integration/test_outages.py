@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 
 from app.embedded_redis import EmbeddedRedis
@@ -49,7 +50,14 @@ def own_redis() -> Iterator[EmbeddedRedis]:
 
 
 def test_redis_outage_is_reported_and_nothing_crashes(own_redis: EmbeddedRedis) -> None:
-    env = {"EXTENDER_REDIS_URL": own_redis.url, "EXTENDER_KUBE_MODE": "off", "EXTENDER_REDIS_PREFIX": "outage"}
+    env = {
+        "EXTENDER_REDIS_URL": own_redis.url,
+        "EXTENDER_KUBE_MODE": "off",
+        "EXTENDER_REDIS_PREFIX": "outage",
+        # a sweep every 0.1 s would log 50 lines in the outage below without backoff
+        "EXTENDER_GANG_SWEEP_INTERVAL_SECONDS": "0.1",
+        "EXTENDER_LOG_FORMAT": "json",
+    }
     server = ServerProcess(env, "outage")
     try:
         server.wait_ready()
@@ -59,6 +67,7 @@ def test_redis_outage_is_reported_and_nothing_crashes(own_redis: EmbeddedRedis) 
             assert [i["metadata"]["name"] for i in first.json()["Nodes"]["items"]] == ["n1"]
 
             own_redis.stop()
+            down_since = time.monotonic()
             ready = http.get("/readyz")
             assert ready.status_code == 503
             assert ready.json()["redis"] is False and ready.json()["error"]
@@ -82,14 +91,23 @@ def test_redis_outage_is_reported_and_nothing_crashes(own_redis: EmbeddedRedis) 
                 assert http.get(path).status_code == 503
             assert http.post("/v1/explain", json={"Pod": _pod("b")}).status_code == 503
 
+            time.sleep(max(0.0, 5.0 - (time.monotonic() - down_since)))
             # Redis comes back empty (no persistence): the replica must follow it, not keep stale nodes.
             EmbeddedRedis(port=own_redis.port).start()
             _wait(lambda: http.get("/readyz").status_code == 200, what="readiness after Redis returns")
             after = http.post("/filter", json={"Pod": _pod("c"), "NodeNames": ["n1"]}).json()
             assert after["Error"] == ""
             assert "n1" in after["FailedAndUnresolvableNodes"], "a node Redis no longer has must not pass"
+            _wait(lambda: "gang sweep recovered" in server.log(), what="the sweep's recovery line")
         log = server.log()
         assert "Traceback" not in log, log
+        lines = [orjson.loads(line) for line in server.log_path.read_text().splitlines() if line.strip()]
+        assert all(line["replica"] == "outage" and line["level"] and line["logger"] for line in lines)
+        sweep = [line["message"] for line in lines if line["message"].startswith("gang sweep")]
+        # first failure, then after 1 s, 2 s (3 s in) and 4 s (7 s in, maybe): backing off, not 50 lines
+        assert 2 <= len(sweep) <= 5, sweep
+        assert "still failing" in sweep[1] and "not logged" in sweep[1], sweep
+        assert "recovered after" in sweep[-1], sweep
     finally:
         server.stop()
 

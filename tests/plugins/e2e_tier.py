@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from tests.e2e.controlplane import find_binaries
+from devstack.controlplane import find_binaries
 
 _skipped: list[str] = []
 

@@ -75,6 +75,22 @@ async def test_readiness_waits_for_the_leaders_initial_list(redis_async: aredis.
     assert await runtime.store.leader() is None  # released on stop
 
 
+async def test_auto_mode_without_a_cluster_is_not_ready_and_says_how_to_fix_it(
+    redis_async: aredis.Redis, redis_prefix: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.kube/config either
+    auto = ClusterRuntime(redis_async, RuntimeConfig(prefix=redis_prefix, kube_mode="auto"))
+    assert auto.kube is None
+    ready, details = await auto.readiness()
+    assert not ready and details["mode"] == "no-cluster"
+    assert "KUBECONFIG" in details["reason"] and "EXTENDER_KUBE_MODE=off" in details["reason"]
+    # asking for standalone explicitly is a ready state: node facts come with the requests
+    off = ClusterRuntime(redis_async, RuntimeConfig(prefix=redis_prefix, kube_mode="off"))
+    ready, details = await off.readiness()
+    assert ready and details["mode"] == "standalone" and "reason" not in details
+
+
 async def test_readiness_reports_redis_down(redis_prefix: str) -> None:
     client = aredis.Redis.from_url("redis://127.0.0.1:9/0", socket_connect_timeout=0.2)
     runtime = ClusterRuntime(client, RuntimeConfig(prefix=redis_prefix, kube_mode="off"))

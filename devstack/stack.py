@@ -15,9 +15,9 @@ import httpx
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.e2e.balancer import Balancer
-from tests.e2e.controlplane import ControlPlane, KubeScheduler, extender_entries
-from tests.plugins.servers import ServerProcess
+from devstack.balancer import Balancer
+from devstack.controlplane import ControlPlane, KubeScheduler, extender_entries
+from devstack.replica import ServerProcess
 
 
 class Stack:

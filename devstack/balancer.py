@@ -2,7 +2,7 @@
 
 Each new connection goes to the next backend in turn; a backend that refuses is skipped (as
 endpoints drop a pod that is gone), so killing a replica leaves the others serving. It runs on
-its own event loop in a thread of the test process.
+its own event loop in a thread of the calling process.
 """
 
 from __future__ import annotations

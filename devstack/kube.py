@@ -1,4 +1,4 @@
-"""A small synchronous Kubernetes client for the end-to-end tests: objects as plain dicts.
+"""A small synchronous Kubernetes client for the demo and the end-to-end tests: objects as plain dicts.
 
 Nodes are created with the status a kubelet would report (capacity, allocatable, Ready) and
 exactly the taints the test asks for; pods get ``terminationGracePeriodSeconds: 0`` so they
@@ -12,8 +12,9 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 import httpx
+import yaml
 
-from tests.e2e.controlplane import utc_now
+from devstack.controlplane import REPO, utc_now
 
 T = TypeVar("T")
 MERGE = {"Content-Type": "application/merge-patch+json"}
@@ -187,3 +188,30 @@ class Kube:
         if resp.status_code == 404:
             return None
         return _check(resp)
+
+
+def install_podgroup_crd(kube: Kube) -> None:
+    """The PodGroup CRD from deploy/, established before any stack starts (replicas probe for it once
+    at start and then only every so often)."""
+    crd = yaml.safe_load((REPO / "deploy" / "crds" / "podgroups.scheduling.x-k8s.io.yaml").read_text())
+    path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    kube.create(path, crd)
+
+    def established() -> bool:
+        obj = kube.get(f"{path}/{crd['metadata']['name']}") or {}
+        conditions = (obj.get("status") or {}).get("conditions") or []
+        return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
+
+    wait_for(established, 30, "the PodGroup CRD established")
+    wait_for(lambda: kube.get("/apis/scheduling.x-k8s.io/v1alpha1/podgroups") is not None, 30, "PodGroups served")
+
+
+def priority_class(name: str, value: int) -> dict[str, Any]:
+    """A PriorityClass that may preempt lower ones (kube-scheduler's default policy)."""
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+        "preemptionPolicy": "PreemptLowerPriority",
+    }

@@ -1,9 +1,9 @@
 """A real Kubernetes control plane on loopback: etcd, kube-apiserver and kube-scheduler processes.
 
-No kubelet and no controller-manager run: nodes are API objects whose status the tests write,
+No kubelet and no controller-manager run: nodes are API objects whose status the caller writes,
 and pods are bound by kube-scheduler (through our extenders) and never started. Binaries come
-from ``KUBE_BIN_DIR`` when set, else from ``PATH``. Used by the end-to-end tests and by
-``bench/bench_e2e_gang.py``; nothing here depends on pytest.
+from ``KUBE_BIN_DIR`` when set, else from ``PATH``. Used by the demo, the end-to-end tests and
+the benchmarks; nothing here depends on pytest.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from app.embedded_redis import die_with_parent, free_port
 
 BINARIES = ("etcd", "kube-apiserver", "kube-scheduler")
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 EXTENDER_MANIFEST = REPO / "deploy" / "kubernetes" / "extender.yaml"
 EXTENDER_USER = "system:serviceaccount:kube-system:kube-gang-extender"
 

@@ -1,0 +1,85 @@
+"""One extender replica as a process: ``python -m app`` on a free loopback port, its log kept."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from app.embedded_redis import die_with_parent, free_port
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+class ServerProcess:
+    """One replica: a uvicorn process serving the app, with its log kept for failures."""
+
+    def __init__(self, env: dict[str, str], name: str, port: int | None = None) -> None:
+        self.port = port or free_port()
+        self.name = name
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"extender-{name}-{self.port}.log"
+        full_env = {**os.environ, **env, "EXTENDER_REPLICA_ID": name, "PYTHONUNBUFFERED": "1"}
+        self._log = self.log_path.open("wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "app", "--host", "127.0.0.1", "--port", str(self.port)],
+            cwd=REPO,
+            env=full_env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            preexec_fn=die_with_parent,  # no replica outlives a killed test run
+        )
+
+    def wait_healthy(self, timeout: float = 20.0) -> ServerProcess:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server {self.name} exited with {self.proc.returncode}:\n{self.log()}")
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=0.5).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError(f"server {self.name} not healthy within {timeout}s:\n{self.log()}")
+
+    def wait_ready(self, timeout: float = 30.0) -> ServerProcess:
+        deadline = time.monotonic() + timeout
+        last: Any = None
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server {self.name} exited with {self.proc.returncode}:\n{self.log()}")
+            try:
+                last = httpx.get(f"{self.url}/readyz", timeout=1.0)
+                if last.status_code == 200:
+                    return self
+            except httpx.HTTPError as exc:
+                last = exc
+            time.sleep(0.1)
+        raise RuntimeError(f"server {self.name} not ready within {timeout}s (last: {last}):\n{self.log()}")
+
+    def log(self) -> str:
+        self._log.flush()
+        return self.log_path.read_text(errors="replace")[-8000:]
+
+    def kill(self) -> None:
+        """SIGKILL: the replica dies without any clean-up, as in a node crash."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
