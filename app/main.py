@@ -14,11 +14,13 @@ from app.body_limit import BodyLimitMiddleware
 from app.json_body import JsonBodyMiddleware
 from app.metrics import Metrics
 from app.metrics_middleware import MetricsMiddleware
-from app.routes import gangs, health, nodes, verbs
+from app.routes import cache, gangs, health, nodes, verbs
 from app.service import Scheduler
 from app.settings import Settings, load_settings
 from app.state import AppState
 from extenders.binding.service import BindService
+from extenders.equivalence import CacheConfig, EquivalenceCache
+from extenders.equivalence.metrics import EquivalenceCollector
 from extenders.gang import DEFAULT_LABELS, GangConfig, GangService, parse_label_pairs
 from extenders.instrumented_redis import InstrumentedRedis
 from extenders.kube.events import EventLimits
@@ -69,6 +71,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or load_settings()
     # A bad policy is a startup error with a clear message, before any port is bound.
     state = AppState(settings=settings, metrics=Metrics(), policy=load_policy(settings.policy_file))
+    state.equivalence = EquivalenceCache(
+        CacheConfig(
+            enabled=settings.equivalence_cache,
+            max_classes=settings.equivalence_cache_classes,
+            ttl_seconds=settings.equivalence_cache_ttl_seconds,
+        )
+    )
+    state.metrics.registry.register(EquivalenceCollector(state.equivalence))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -92,7 +102,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         for work in state.gangs.leader_work():
             state.runtime.add_leader_work(work)
         binds = BindService(state.gangs, state.policy)
-        state.scheduler = Scheduler(state.runtime, state.policy, state.gangs, binds)
+        state.scheduler = Scheduler(state.runtime, state.policy, state.gangs, binds, state.equivalence)
         await state.runtime.start()
         await state.gangs.start()
         await binds.start()
@@ -121,5 +131,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(verbs.router)
     app.include_router(nodes.router)
     app.include_router(gangs.router)
+    app.include_router(cache.router)
     app.include_router(health.router)
     return app

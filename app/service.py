@@ -18,6 +18,7 @@ from app.kube_types import Node, Pod
 from app.wire import ExplainArgs, ExtenderArgs, ExtenderBindingArgs, ExtenderPreemptionArgs
 from extenders import convert, engine
 from extenders.binding.service import BindService
+from extenders.equivalence import EquivalenceCache
 from extenders.gang import GangService
 from extenders.kube.requeue import REFUSAL_WINDOW_SECONDS, REQUEUE_INTERVAL_SECONDS, Requeuer
 from extenders.logs import log_fields
@@ -63,9 +64,17 @@ def candidate_names(args: ExtenderArgs) -> list[str]:
 class Scheduler:
     """Answers the extender verbs for one replica, over the shared snapshot."""
 
-    def __init__(self, runtime: ClusterRuntime, policy: Policy, gangs: GangService, binds: BindService) -> None:
+    def __init__(
+        self,
+        runtime: ClusterRuntime,
+        policy: Policy,
+        gangs: GangService,
+        binds: BindService,
+        equivalence: EquivalenceCache | None = None,
+    ) -> None:
         self.runtime = runtime
         self.policy = policy
+        self.equivalence = equivalence or EquivalenceCache()
         self.gangs = gangs
         self.binds = binds
         self.requeuer = Requeuer(runtime.kube) if runtime.kube is not None else None
@@ -121,10 +130,13 @@ class Scheduler:
             except (RedisError, OSError) as exc:
                 return self._filter_answer(args, [], {}, {}, f"gang state unavailable (Redis: {exc})")
             try:
-                result = engine.filter_nodes(self.policy, pod, snap, names)
+                memo = self.equivalence.memo(pod)
+                result = engine.filter_nodes(self.policy, pod, snap, names, memo)
             except Exception as exc:  # a bug must fail this pod's cycle, not the HTTP request
                 log.exception("filter failed for %s", pod.key)
                 return self._filter_answer(args, [], {}, {}, f"internal error evaluating {pod.key}: {exc!r}")
+            if memo is not None:
+                self.equivalence.count("filter", result.reused, result.computed)
             if result.passing:
                 try:
                     verdict = await self.gangs.filter(pod, snap, result.passing)

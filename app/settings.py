@@ -56,6 +56,13 @@ class Settings(BaseSettings):
     gang_poll_interval_seconds: float = Field(default=0.5, gt=0, description="held calls re-check their gang")
     gang_sweep_interval_seconds: float = Field(default=1.0, gt=0, description="upkeep of gang leases and windows")
     gang_labels: str | None = Field(default=None, description="name-key=min-key pairs, comma separated")
+    equivalence_cache: bool = Field(
+        default=True, description="reuse node-local filter verdicts across pods of one equivalence class"
+    )
+    equivalence_cache_classes: int = Field(default=256, ge=1, description="classes the cache holds, at most")
+    equivalence_cache_ttl_seconds: float = Field(
+        default=300.0, gt=0, description="a class unused this long is dropped from the cache"
+    )
     events: bool = Field(default=True, description="write Kubernetes Events about gangs and failed binds")
     events_qps: float = Field(default=10.0, gt=0, description="Event writes per second to the API server, at most")
     events_burst: int = Field(default=50, ge=1, description="Event writes allowed in a burst above events_qps")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import cast
 
 import redis.asyncio as aredis
@@ -11,6 +11,7 @@ from fastapi import Request
 from app.metrics import Metrics
 from app.service import Scheduler
 from app.settings import Settings
+from extenders.equivalence import EquivalenceCache
 from extenders.gang import GangService
 from extenders.policy import Policy
 from extenders.runtime import ClusterRuntime
@@ -25,6 +26,7 @@ class AppState:
     runtime: ClusterRuntime | None = None
     scheduler: Scheduler | None = None
     gangs: GangService | None = None
+    equivalence: EquivalenceCache = field(default_factory=EquivalenceCache)
 
 
 def get_state(request: Request) -> AppState:

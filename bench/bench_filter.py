@@ -7,6 +7,10 @@ inter-pod terms. Usage: python -m bench.bench_filter [--nodes N] [--pods-per-nod
 ``--churn`` gives every call a new Snapshot in which one node was rebuilt with one more pod
 (as the replica's snapshot cache produces after a bind), so per-snapshot summaries are
 derived incrementally rather than reused: the regime of a busy cluster.
+
+``--cache on`` filters through the equivalence cache (pods of one class, so it warms up);
+``--cache distinct`` through the cache with every pod of a class of its own (nothing to reuse:
+the cache's pure overhead); ``--cache off`` (default) without it.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import time
 from typing import Any
 
 from extenders import engine
+from extenders.equivalence import EquivalenceCache
 from extenders.model import NodeFacts, NodeInfo, PodInfo, Taint
 from extenders.policy import default_policy
 from extenders.snapshot import Snapshot
@@ -121,7 +126,9 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=200)
     parser.add_argument("--affinity", action="store_true", help="give pods inter-pod anti-affinity terms")
     parser.add_argument("--churn", action="store_true", help="a new snapshot, one node changed, before every call")
+    parser.add_argument("--cache", choices=("off", "on", "distinct"), default="off", help="the equivalence cache")
     args = parser.parse_args()
+    cache = EquivalenceCache() if args.cache != "off" else None
     snapshot = build(args.nodes, args.pods_per_node, args.affinity)
     policy = default_policy()
     pod = incoming(args.affinity)
@@ -134,8 +141,11 @@ def main() -> None:
         if args.churn:
             snapshot = _churn(snapshot, rng.choice(names), iteration, args.affinity, rng)
         candidates = rng.sample(names, args.candidates)
+        if args.cache == "distinct":
+            pod.labels = {**pod.labels, "serial": str(iteration)}
         start = time.perf_counter()
-        result = engine.filter_nodes(policy, pod, snapshot, candidates)
+        memo = cache.memo(pod) if cache is not None else None
+        result = engine.filter_nodes(policy, pod, snapshot, candidates, memo)
         middle = time.perf_counter()
         engine.prioritize_nodes(policy, pod, snapshot, result.passing)
         end = time.perf_counter()
@@ -153,6 +163,7 @@ def main() -> None:
         "candidates": args.candidates,
         "affinity": args.affinity,
         "churn": args.churn,
+        "cache": args.cache,
         "iterations": args.iterations,
         "mean_passing": passing / args.iterations,
         "filter_ms": {"p50": pct(filter_ms, 0.5), "p99": pct(filter_ms, 0.99)},

@@ -9,10 +9,11 @@ header the app adds (body parse to first response byte); the client round trip i
 Two scenarios on the same replica: ``plain`` (no inter-pod terms anywhere), then
 ``inter_pod_affinity``: 5% of the existing pods are rewritten with a required anti-affinity
 term (the replica catches up from Redis) and the incoming pod carries one as well, like
-``bench_filter --affinity``. No equivalence cache exists yet, so every call is computed.
+``bench_filter --affinity``. Every call is the same pod, so with the equivalence cache on (the
+default; ``--equivalence-cache off``) filter reuses node-local verdicts after the first calls.
 
     python bench/bench_http_filter.py [--nodes 5000] [--pods-per-node 20] [--candidates 500]
-        [--iterations 300] [--warmup 30] [--prioritize-on candidates|passing]
+        [--iterations 300] [--warmup 30] [--prioritize-on candidates|passing] [--equivalence-cache on|off]
 
 Uses $REDIS_URL when set (its keys are removed afterwards), else a private redis-server.
 Prints one JSON object.
@@ -298,6 +299,7 @@ async def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
             "EXTENDER_REDIS_PREFIX": prefix,
             "EXTENDER_KUBE_MODE": "off",
             "EXTENDER_LOG_LEVEL": "warning",
+            "EXTENDER_EQUIVALENCE_CACHE": "true" if args.equivalence_cache == "on" else "false",
         }
         replica = ServerProcess(env, "bench-http")
         replica.wait_ready(timeout=180.0)  # a 100k-pod snapshot takes a while to load
@@ -332,7 +334,7 @@ async def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
         "iterations": args.iterations,
         "warmup": args.warmup,
         "replicas": 1,
-        "equivalence_cache": "none (not implemented yet): every call computed",
+        "equivalence_cache": args.equivalence_cache,
         "load_cluster_into_redis_seconds": round(load_seconds, 3),
         "replica_start_to_ready_seconds": round(ready_seconds, 3),
         "plain": plain,
@@ -363,6 +365,9 @@ def main() -> int:
         choices=("candidates", "passing"),
         default="candidates",
         help="prioritize every candidate (default) or only those filter passed, as kube-scheduler does",
+    )
+    parser.add_argument(
+        "--equivalence-cache", choices=("on", "off"), default="on", help="the replica's equivalence cache (filter)"
     )
     args = parser.parse_args()
     if not 0 < args.candidates <= args.nodes:

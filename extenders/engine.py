@@ -29,6 +29,7 @@ from itertools import compress, repeat
 from operator import add, lt, mul, truediv
 from typing import Any
 
+from extenders.equivalence import ClassMemo, fingerprint_key, fingerprints
 from extenders.labels import SelectorError
 from extenders.model import NodeInfo, PodInfo
 from extenders.plugins.framework import MAX_PRIORITY, SKIP, ConstantScore, Filter, ScoringContext, Verdict
@@ -48,6 +49,8 @@ class FilterResult:
     passing: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
     unresolvable: dict[str, str] = field(default_factory=dict)
+    reused: int = 0  # nodes whose node-local verdict came from the equivalence cache
+    computed: int = 0  # nodes evaluated afresh while the cache was in use
 
 
 @dataclass(slots=True)
@@ -56,6 +59,21 @@ class _Step:
     filter: Filter
     state: Any
     error: Verdict | None = None  # prepare failed: every node gets this verdict
+
+
+@dataclass(slots=True, frozen=True)
+class _Layout:
+    """The active steps split for the equivalence cache, in policy order.
+
+    ``local``: (check, state, how many of ``families`` the verdict rests on once this step has
+    run); ``cross``: (how many local steps come before it, check, state) for the steps that read
+    other nodes and are evaluated on every call.
+    """
+
+    families: tuple[str, ...]
+    local: list[tuple[CheckFn, Any, int]]
+    cross: list[tuple[int, CheckFn, Any]]
+    key: str  # where a node keeps its fingerprints of ``families``
 
 
 def _invalid_check(pod: PodInfo, node: NodeInfo, state: Any) -> Verdict:
@@ -70,7 +88,7 @@ class PreparedPod:
     instance without preemption victims) without rescanning the cluster.
     """
 
-    __slots__ = ("_active", "_override", "_parent", "_snapshot", "pod", "policy", "steps")
+    __slots__ = ("_active", "_layout", "_override", "_parent", "_snapshot", "pod", "policy", "steps")
 
     def __init__(
         self,
@@ -89,6 +107,7 @@ class PreparedPod:
         self._override = override
         self.steps = steps
         self._active: list[tuple[str, CheckFn, Any]] = []
+        self._layout: _Layout | None = None
         for step in steps:
             if step.error is not None:
                 self._active.append((step.name, _invalid_check, step.error))
@@ -166,6 +185,22 @@ class PreparedPod:
                 return verdict
         return None
 
+    def layout(self) -> _Layout:
+        if self._layout is None:
+            families: list[str] = []
+            local: list[tuple[CheckFn, Any, int]] = []
+            cross: list[tuple[int, CheckFn, Any]] = []
+            by_name = {step.name: step for step in self.steps}
+            for name, check, state in self._active:
+                reads = by_name[name].filter.node_families
+                if reads is None:
+                    cross.append((len(local), check, state))
+                    continue
+                families.extend(f for f in reads if f not in families)
+                local.append((check, state, len(families)))
+            self._layout = _Layout(tuple(families), local, cross, fingerprint_key(tuple(families)))
+        return self._layout
+
     def failures(self, node: NodeInfo | None) -> list[Verdict]:
         """Every failing verdict, in policy order (empty when the node fits)."""
         if node is None or node.node is None:
@@ -202,10 +237,85 @@ def combine(verdicts: list[Verdict]) -> Verdict:
     return Verdict(False, REASON_SEPARATOR.join(reasons), any(v.unresolvable for v in verdicts))
 
 
-def filter_nodes(policy: Policy, pod: PodInfo, snapshot: Snapshot, node_names: Iterable[str]) -> FilterResult:
-    """Split ``node_names`` into passing, failed (preemption may help) and unresolvable."""
+def filter_nodes(
+    policy: Policy, pod: PodInfo, snapshot: Snapshot, node_names: Iterable[str], memo: ClassMemo | None = None
+) -> FilterResult:
+    """Split ``node_names`` into passing, failed (preemption may help) and unresolvable.
+
+    With ``memo`` (the pod's equivalence class), node-local verdicts are reused where the node's
+    relevant parts are unchanged; ``reused`` and ``computed`` on the result count the nodes.
+    """
     prepared = PreparedPod.build(policy, pod, snapshot)
-    return filter_prepared(prepared, node_names)
+    if memo is not None and memo.admitted and not policy.always_check_all_predicates:
+        return _filter_cached(prepared, node_names, memo)
+    result = filter_prepared(prepared, node_names)
+    if memo is not None:
+        result.computed = len(result.passing) + len(result.failed) + len(result.unresolvable)
+    return result
+
+
+def _filter_cached(prepared: PreparedPod, node_names: Iterable[str], memo: ClassMemo) -> FilterResult:
+    """``filter_prepared`` with node-local verdicts reused from ``memo`` where the parts of the node
+    they rest on are unchanged, and stored there where not.
+
+    A memo entry is ``(fingerprints, known, failed_at, verdict)``: the node's fingerprints when it
+    was evaluated, how many of them the verdict rests on, the position of the first failing local
+    step (-1: none) and its verdict. The steps that read other nodes run on every call, in policy
+    order: those before the failing local step, or all of them when the node passed.
+    """
+    result = FilterResult()
+    passing, failed, unresolvable = result.passing, result.failed, result.unresolvable
+    nodes = prepared.snapshot.nodes
+    pod = prepared.pod
+    uid = pod.uid
+    layout = prepared.layout()
+    families, key, local, cross = layout.families, layout.key, layout.local, layout.cross
+    everything = len(local)
+    entries = memo.filter
+    reused = total = 0
+    for name in node_names:
+        total += 1
+        node = nodes.get(name)
+        verdict: Verdict | None
+        if node is None or node.node is None:
+            verdict = _NOT_FOUND
+        elif uid in node.pods:  # some filters leave the pod itself out: not a class-wide answer
+            verdict = prepared.first_failure(node)
+        else:
+            current = node.derived.get(key)
+            if current is None:
+                current = fingerprints(node, families, key)
+            entry = entries.get(name)
+            if entry is not None and (
+                entry[0] is current or current[: entry[1]] == entry[0][: entry[1]]  # the node changed elsewhere
+            ):
+                reused += 1
+                failed_at, verdict = entry[2], entry[3]
+            else:
+                failed_at, verdict, known = -1, None, len(families)
+                for position, (check, state, reads) in enumerate(local):
+                    outcome = check(pod, node, state)
+                    if not outcome.fit:
+                        failed_at, verdict, known = position, outcome, reads
+                        break
+                entries[name] = (current, known, failed_at, verdict)
+            if cross:
+                limit = everything if failed_at < 0 else failed_at
+                for before, check, state in cross:
+                    if before > limit:
+                        break
+                    outcome = check(pod, node, state)
+                    if not outcome.fit:
+                        verdict = outcome
+                        break
+        if verdict is None:
+            passing.append(name)
+        elif verdict.unresolvable:
+            unresolvable[name] = verdict.reason
+        else:
+            failed[name] = verdict.reason
+    result.reused, result.computed = reused, total - reused
+    return result
 
 
 def filter_prepared(prepared: PreparedPod, node_names: Iterable[str]) -> FilterResult:

@@ -152,7 +152,7 @@ class NodeInfo:
     version: int = field(default=0, compare=False)
     # Scratch space for data predicates derive from this node's pods (e.g. compiled terms),
     # filled lazily by them and emptied by add_pod/remove_pod. Not part of any record.
-    derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    derived: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def build(cls, name: str, node: NodeFacts | None, pods: Iterable[PodInfo], generation: int = 0) -> NodeInfo:

@@ -22,6 +22,20 @@ S = TypeVar("S")
 MAX_PRIORITY = 10  # extender/v1 MaxExtenderPriority
 
 
+class NodeFamily:
+    """The parts of one node a plug-in may read, named so the equivalence cache can tell which
+    changes invalidate a cached answer (see extenders.equivalence). A plug-in declares them in
+    ``node_families``; one that reads other nodes declares nothing and is never cached."""
+
+    NAME = "name"  # the node's name: never changes
+    LABELS = "labels"
+    TAINTS = "taints"  # taints and spec.unschedulable
+    CONDITIONS = "conditions"
+    RESOURCES = "resources"  # allocatable, requested (with non-zero defaults) and the pod count
+    PORTS = "ports"  # host ports in use
+    PODS = "pods"  # which pods are there (their specs do not change)
+
+
 @dataclass(slots=True, frozen=True)
 class Verdict:
     """One filter's answer for one node.
@@ -64,6 +78,10 @@ class FilterPlugin(Protocol[S]):
     nodes' pods (PreFilterExtensions): the state as it would be had ``prepare`` seen ``new`` in
     place of ``old`` (the same node with pods removed or added, e.g. preemption victims), without
     rescanning the snapshot. Filters without it have node-independent state.
+
+    And one optional attribute, ``node_families``: the ``NodeFamily`` parts of the node ``check``
+    reads, for a filter whose verdict depends on nothing else (the pod's fields aside) and whose
+    ``prepare`` reads only the pod. Only such filters' verdicts are cached per equivalence class.
     """
 
     def prepare(self, pod: PodInfo, snapshot: Snapshot) -> S:
@@ -125,10 +143,12 @@ class Filter:
     prepare: Callable[[PodInfo, Snapshot], Any]
     check: Callable[[PodInfo, NodeInfo, Any], Verdict]
     adjust: AdjustFn | None
+    node_families: tuple[str, ...] | None = None  # None: reads other nodes, never cached
 
     @classmethod
     def of(cls, name: str, plugin: FilterPlugin[Any]) -> Filter:
-        return cls(name, plugin.prepare, plugin.check, getattr(plugin, "adjust", None))
+        families = getattr(plugin, "node_families", None)
+        return cls(name, plugin.prepare, plugin.check, getattr(plugin, "adjust", None), families)
 
 
 @dataclass(slots=True, frozen=True)

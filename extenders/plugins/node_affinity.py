@@ -15,7 +15,7 @@ from typing import Any
 
 from extenders.labels import NodeMatcher, compile_node_selector_term, compile_required_node_affinity
 from extenders.model import NodeInfo, PodInfo
-from extenders.plugins.framework import FIT, SKIP, ConstantScore, ScoringContext, Verdict
+from extenders.plugins.framework import FIT, SKIP, ConstantScore, NodeFamily, ScoringContext, Verdict
 from extenders.plugins.helper.normalize import by_max
 from extenders.snapshot import Snapshot
 
@@ -24,6 +24,8 @@ _FAIL = Verdict(False, REASON, unresolvable=True)
 
 
 class NodeAffinityFilter:
+    node_families = (NodeFamily.NAME, NodeFamily.LABELS)  # matchFields reads the name
+
     def prepare(self, pod: PodInfo, snapshot: Snapshot) -> Any:
         matcher = compile_required_node_affinity(pod)
         return SKIP if matcher is None else matcher

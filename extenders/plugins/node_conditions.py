@@ -16,11 +16,11 @@ Unresolvable: evicting pods does not clear pressure.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from extenders.labels import tolerations_tolerate
 from extenders.model import NodeInfo, PodInfo, Taint
-from extenders.plugins.framework import FIT, SKIP, Verdict
+from extenders.plugins.framework import FIT, SKIP, NodeFamily, Verdict
 from extenders.snapshot import Snapshot
 
 NOT_READY = "node(s) were not ready"
@@ -31,6 +31,8 @@ PID_PRESSURE = "node(s) had pid pressure"
 
 
 class NodeConditionFilter:
+    node_families = (NodeFamily.CONDITIONS,)
+
     def prepare(self, pod: PodInfo, snapshot: Snapshot) -> Any:
         return None
 
@@ -52,6 +54,7 @@ class NodeConditionFilter:
 
 @dataclass(slots=True)
 class PressureFilter:
+    node_families: ClassVar[tuple[str, ...]] = (NodeFamily.CONDITIONS,)
     condition: str
     taint_key: str
     reason: str

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from extenders.model import NodeInfo, PodInfo
-from extenders.plugins.framework import FIT, SKIP, Verdict
+from extenders.plugins.framework import FIT, SKIP, NodeFamily, Verdict
 from extenders.snapshot import Snapshot
 
 REASON = "node(s) didn't match the requested node name"
@@ -13,6 +13,8 @@ _FAIL = Verdict(False, REASON, unresolvable=True)
 
 
 class NodeNameFilter:
+    node_families = (NodeFamily.NAME,)
+
     def prepare(self, pod: PodInfo, snapshot: Snapshot) -> Any:
         return pod.node_name or SKIP
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from extenders.model import WILDCARD_IP, HostPort, NodeInfo, PodInfo
-from extenders.plugins.framework import FIT, SKIP, Verdict
+from extenders.plugins.framework import FIT, SKIP, NodeFamily, Verdict
 from extenders.snapshot import Snapshot
 
 REASON = "node(s) didn't have free ports for the requested pod ports"
@@ -31,6 +31,8 @@ def ports_conflict(wanted: list[HostPort] | tuple[HostPort, ...], used: set[Host
 
 
 class NodePortsFilter:
+    node_families = (NodeFamily.PORTS,)
+
     def prepare(self, pod: PodInfo, snapshot: Snapshot) -> Any:
         return tuple(pod.host_ports) if pod.host_ports else SKIP
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from extenders.labels import tolerations_tolerate
 from extenders.model import NodeInfo, PodInfo, Taint
-from extenders.plugins.framework import FIT, Verdict
+from extenders.plugins.framework import FIT, NodeFamily, Verdict
 from extenders.snapshot import Snapshot
 
 REASON = "node(s) were unschedulable"
@@ -19,6 +19,8 @@ _FAIL = Verdict(False, REASON, unresolvable=True)
 
 
 class NodeUnschedulableFilter:
+    node_families = (NodeFamily.TAINTS,)
+
     def prepare(self, pod: PodInfo, snapshot: Snapshot) -> Any:
         return tolerations_tolerate(pod.tolerations, UNSCHEDULABLE_TAINT)
 

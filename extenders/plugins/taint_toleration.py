@@ -14,7 +14,15 @@ from typing import Any
 
 from extenders.labels import DO_NOT_SCHEDULE_EFFECTS, first_untolerated_taint, tolerations_tolerate
 from extenders.model import NodeInfo, PodInfo
-from extenders.plugins.framework import FIT, MAX_PRIORITY, ConstantScore, ScoringContext, Verdict, summary_of
+from extenders.plugins.framework import (
+    FIT,
+    MAX_PRIORITY,
+    ConstantScore,
+    NodeFamily,
+    ScoringContext,
+    Verdict,
+    summary_of,
+)
 from extenders.plugins.helper.normalize import by_max
 from extenders.snapshot import Snapshot
 
@@ -24,6 +32,8 @@ def untolerated_reason(key: str, value: str) -> str:
 
 
 class TaintTolerationFilter:
+    node_families = (NodeFamily.TAINTS,)
+
     def prepare(self, pod: PodInfo, snapshot: Snapshot) -> Any:
         return pod.tolerations
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from extenders.model import NodeInfo, PodInfo
-from extenders.plugins.framework import FIT, SKIP, Verdict
+from extenders.plugins.framework import FIT, SKIP, NodeFamily, Verdict
 from extenders.snapshot import Snapshot
 
 REASON = "node(s) had no available disk"
@@ -46,6 +46,8 @@ def volumes_conflict(volume: Mapping[str, Any], existing: Mapping[str, Any]) -> 
 
 
 class VolumeRestrictionsFilter:
+    node_families = (NodeFamily.PODS,)
+
     def prepare(self, pod: PodInfo, snapshot: Snapshot) -> Any:
         relevant = tuple(v for v in pod.volumes if any(k in v for k in _KINDS))
         return relevant or SKIP

@@ -127,6 +127,11 @@ FAMILIES: dict[str, bool] = {
     "extender_redis_errors": False,  # moves only when Redis fails (tests/integration)
     "extender_kube_events": True,
     "extender_podgroup_status_updates": True,
+    "extender_equivalence_cache_requests": True,
+    "extender_equivalence_cache_nodes": True,
+    "extender_equivalence_cache_evictions": False,  # moves only when the cap or the TTL drops a class
+    "extender_equivalence_cache_classes": True,
+    "extender_equivalence_cache_enabled": True,
     "process_cpu_seconds": True,
     "process_resident_memory_bytes": True,
     "python_gc_collections": True,

@@ -163,3 +163,23 @@ def test_many_new_nodes_in_one_request_are_all_stored(http: httpx.Client) -> Non
     assert len(r.json()["Nodes"]["items"]) == 300
     stored = {n["name"] for n in http.get("/v1/nodes").json()["nodes"]}
     assert {f"bulk-{i}" for i in range(300)} <= stored
+
+
+def test_pods_of_one_class_reuse_verdicts_and_the_stats_say_so(http: httpx.Client) -> None:
+    nodes = [node("eq-0"), node("eq-1", cpu="100m"), node("eq-2", disk="ssd")]
+    names = ["eq-0", "eq-1", "eq-2"]
+    seed = http.post("/filter", json={"Pod": pod("eq-seed", cpu="3"), "Nodes": {"items": nodes}})
+    assert seed.status_code == 200
+    before = http.get("/v1/cache/stats").json()
+    assert before["enabled"] is True
+    first = http.post("/filter", json={"Pod": pod("eq-a", cpu="3"), "NodeNames": names}).json()
+    second = http.post("/filter", json={"Pod": pod("eq-b", cpu="3"), "NodeNames": names}).json()
+    # another pod of the same shape: the same answer, every node's verdict reused
+    for key in ("NodeNames", "FailedNodes", "FailedAndUnresolvableNodes"):
+        assert second[key] == first[key], key
+    assert first["FailedAndUnresolvableNodes"]["eq-1"] == "Insufficient cpu"
+    after = http.get("/v1/cache/stats").json()
+    delta = {k: after["verbs"]["filter"][k] - before["verbs"]["filter"][k] for k in after["verbs"]["filter"]}
+    assert delta["hits"] >= 1 and delta["nodes_reused"] >= len(names)
+    metrics = http.get("/metrics").text
+    assert 'extender_equivalence_cache_requests_total{result="hit",verb="filter"}' in metrics

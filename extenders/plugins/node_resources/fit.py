@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from extenders.model import NodeInfo, PodInfo
-from extenders.plugins.framework import FIT, Verdict
+from extenders.plugins.framework import FIT, NodeFamily, Verdict
 from extenders.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from extenders.snapshot import Snapshot
 
@@ -28,6 +28,8 @@ def insufficient(resource: str) -> str:
 
 
 class ResourcesFitFilter:
+    node_families = (NodeFamily.RESOURCES,)
+
     def prepare(self, pod: PodInfo, snapshot: Snapshot) -> tuple[Request, ...]:
         requests = pod.requests
         out: list[Request] = []

@@ -1,0 +1,15 @@
+"""The equivalence cache's counters, for operators (the same are on /metrics)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+
+from app.responses import JSONAnswer
+from app.state import get_state
+
+router = APIRouter(prefix="/v1", tags=["cache"])
+
+
+@router.get("/cache/stats", summary="Equivalence cache: on or off, classes, evictions, reuse per verb")
+async def cache_stats(request: Request) -> JSONAnswer:
+    return JSONAnswer(get_state(request).equivalence.document())

@@ -1,0 +1,142 @@
+"""Per-replica memory of node-local verdicts, one ``ClassMemo`` per equivalence class.
+
+Bounded: at most ``max_classes`` classes (least recently used go first) and none unused for
+``ttl_seconds``. A class holds at most one entry per node name.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from extenders.equivalence.classes import equivalence_class
+from extenders.model import PodInfo
+from extenders.plugins.framework import Verdict
+
+VERBS = ("filter",)
+
+
+@dataclass(slots=True, frozen=True)
+class CacheConfig:
+    enabled: bool = True
+    max_classes: int = 256
+    ttl_seconds: float = 300.0
+
+
+# (the node's fingerprints, how many of them the verdict rests on, the first failing local step or
+# -1, its verdict): see extenders.engine._filter_cached
+FilterEntry = tuple[tuple[Any, ...], int, int, Verdict | None]
+
+
+class ClassMemo:
+    """One class's node-local verdicts by node name.
+
+    ``admitted`` turns true when the class is seen a second time: a class seen once (a pod unlike
+    any other) is not worth storing 400 verdicts for, so a stream of all-different pods pays
+    little more than the digest.
+    """
+
+    __slots__ = ("admitted", "filter", "key", "used")
+
+    def __init__(self, key: str, now: float) -> None:
+        self.key = key
+        self.used = now
+        self.admitted = False
+        self.filter: dict[str, FilterEntry] = {}
+
+
+@dataclass(slots=True)
+class VerbStats:
+    hits: int = 0  # requests that reused every node's verdict
+    partial: int = 0  # requests that reused some
+    misses: int = 0  # requests that reused none
+    nodes_reused: int = 0
+    nodes_computed: int = 0
+
+    def document(self) -> dict[str, int]:
+        return {
+            "hits": self.hits,
+            "partial": self.partial,
+            "misses": self.misses,
+            "nodes_reused": self.nodes_reused,
+            "nodes_computed": self.nodes_computed,
+        }
+
+
+@dataclass
+class EquivalenceCache:
+    config: CacheConfig = field(default_factory=CacheConfig)
+    clock: Callable[[], float] = time.monotonic
+    evictions: int = 0
+    verbs: dict[str, VerbStats] = field(default_factory=lambda: {verb: VerbStats() for verb in VERBS})
+    _classes: OrderedDict[str, ClassMemo] = field(default_factory=OrderedDict)
+
+    @property
+    def enabled(self) -> bool:
+        return self.config.enabled
+
+    def memo(self, pod: PodInfo) -> ClassMemo | None:
+        """The memo of ``pod``'s class (made, not yet admitted, when new), or None when the cache is off."""
+        if not self.config.enabled:
+            return None
+        now = self.clock()
+        self._expire(now)
+        key = equivalence_class(pod)
+        memo = self._classes.get(key)
+        if memo is None:
+            memo = ClassMemo(key, now)
+            self._classes[key] = memo
+            while len(self._classes) > self.config.max_classes:
+                self._classes.popitem(last=False)
+                self.evictions += 1
+        else:
+            memo.used = now
+            memo.admitted = True
+            self._classes.move_to_end(key)
+        return memo
+
+    def _expire(self, now: float) -> None:
+        limit = now - self.config.ttl_seconds
+        classes = self._classes
+        while classes:
+            oldest = next(iter(classes.values()))
+            if oldest.used >= limit:
+                return
+            classes.popitem(last=False)
+            self.evictions += 1
+
+    def count(self, verb: str, reused: int, computed: int) -> None:
+        stats = self.verbs[verb]
+        stats.nodes_reused += reused
+        stats.nodes_computed += computed
+        if computed == 0 and reused:
+            stats.hits += 1
+        elif reused:
+            stats.partial += 1
+        else:
+            stats.misses += 1
+
+    def clear(self) -> None:
+        self._classes.clear()
+
+    @property
+    def classes(self) -> int:
+        return len(self._classes)
+
+    def entries(self) -> int:
+        return sum(len(memo.filter) for memo in self._classes.values())
+
+    def document(self) -> dict[str, Any]:
+        """``GET /v1/cache/stats``."""
+        return {
+            "enabled": self.config.enabled,
+            "classes": self.classes,
+            "entries": self.entries(),
+            "max_classes": self.config.max_classes,
+            "ttl_seconds": self.config.ttl_seconds,
+            "evictions": self.evictions,
+            "verbs": {verb: stats.document() for verb, stats in self.verbs.items()},
+        }

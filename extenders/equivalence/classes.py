@@ -1,0 +1,56 @@
+"""A pod's equivalence class: a digest of every field a predicate or priority reads.
+
+Stable across processes (a blake2b digest of a canonical encoding, keys sorted), independent
+of the pod's name, uid, owner and annotations. Every ``PodInfo`` field is listed in exactly one
+of the two tuples below, so a new field cannot be left out by accident (a test checks).
+"""
+
+from __future__ import annotations
+
+from hashlib import blake2b
+
+import orjson
+
+from extenders.model import PodInfo
+
+# What scheduling reads of the incoming pod.
+CLASS_FIELDS: tuple[str, ...] = (
+    "namespace",
+    "labels",
+    "node_name",  # spec.nodeName: the NodeName filter
+    "priority",
+    "preemption_policy",
+    "requests",
+    "nonzero_cpu",
+    "nonzero_memory",
+    "best_effort",
+    "host_ports",
+    "node_selector",
+    "affinity",
+    "tolerations",
+    "topology_spread",
+    "volumes",
+    "images",
+)
+# Identity and lifecycle: read by nothing that decides where the pod may go. ``owner`` is read by
+# scorers that look at other nodes (SelectorSpread, NodePreferAvoidPods), which are not cached.
+IGNORED_FIELDS: tuple[str, ...] = (
+    "name",
+    "uid",
+    "annotations",
+    "phase",
+    "scheduler_name",
+    "deletion_timestamp",
+    "creation_timestamp",
+    "start_time",
+    "owner",
+    "assumed",
+)
+
+
+def equivalence_class(pod: PodInfo) -> str:
+    """The class digest (32 hex digits)."""
+    canonical = orjson.dumps(
+        {name: getattr(pod, name) for name in CLASS_FIELDS}, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+    )
+    return blake2b(canonical, digest_size=16).hexdigest()

@@ -1,0 +1,227 @@
+"""Cached filter answers equal uncached ones after every change a cluster can see.
+
+A seeded stream of node adds, updates (labels, taints, conditions, capacity, cordon) and
+deletes, pod placements, removals and relabels, and filter calls for pods of a dozen shapes
+(selectors, tolerations, host ports, disk volumes, anti-affinity, topology spread, pods already
+on a node). As in a replica, each step makes a new snapshot that shares every unchanged node.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from typing import Any
+
+import pytest
+
+from extenders import engine
+from extenders.equivalence import CacheConfig, EquivalenceCache
+from extenders.model import NodeFacts, NodeInfo, PodInfo, Taint
+from extenders.policy import Policy, default_policy
+from extenders.snapshot import Snapshot
+
+ZONES = ("a", "b", "c")
+APPS = ("web", "db", "cache")
+GI = 2**30
+
+
+def _facts(rng: random.Random, name: str) -> NodeFacts:
+    taints = []
+    if rng.random() < 0.2:
+        taints.append(Taint("dedicated", rng.choice(("gpu", "infra")), rng.choice(("NoSchedule", "NoExecute"))))
+    if rng.random() < 0.1:
+        taints.append(Taint("soft", "", "PreferNoSchedule"))
+    conditions = {"Ready": "True" if rng.random() < 0.9 else "False"}
+    if rng.random() < 0.1:
+        conditions["DiskPressure"] = "True"
+    return NodeFacts(
+        name=name,
+        labels={
+            "kubernetes.io/hostname": name,
+            "topology.kubernetes.io/zone": rng.choice(ZONES),
+            "disk": rng.choice(("ssd", "hdd")),
+        },
+        taints=taints,
+        unschedulable=rng.random() < 0.05,
+        conditions=conditions,
+        allocatable={"cpu": rng.choice((2000, 4000)), "memory": 8 * GI, "pods": rng.choice((3, 8, 110))},
+    )
+
+
+def _anti_affinity(app: str, key: str) -> dict[str, Any]:
+    term = {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": key}
+    return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+
+
+def _spread(app: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "maxSkew": 1,
+            "topologyKey": "topology.kubernetes.io/zone",
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": app}},
+        }
+    ]
+
+
+def _pod(rng: random.Random, uid: str, shape: int) -> PodInfo:
+    """Pods of one ``shape`` share an equivalence class (except for their identity)."""
+    app = APPS[shape % len(APPS)]
+    pod = PodInfo(
+        namespace="ns",
+        name=f"pod-{uid}",
+        uid=uid,
+        labels={"app": app},
+        requests={"cpu": (shape % 4 + 1) * 500, "memory": GI},
+        nonzero_cpu=(shape % 4 + 1) * 500,
+        nonzero_memory=GI,
+    )
+    if shape % 5 == 1:
+        pod.node_selector = {"disk": "ssd"}
+    if shape % 6 == 2:
+        pod.tolerations = [{"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}]
+    if shape % 4 == 3:
+        pod.host_ports = [("TCP", "0.0.0.0", 8080)]
+    if shape % 7 == 4:
+        pod.volumes = [{"name": "d", "gcePersistentDisk": {"pdName": "disk-1"}}]
+    if shape % 8 == 5:
+        pod.affinity = _anti_affinity(app, rng.choice(("kubernetes.io/hostname", "topology.kubernetes.io/zone")))
+    if shape % 9 == 6:
+        pod.topology_spread = _spread(app)
+    if shape == 11:
+        pod.tolerations = [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}]
+    return pod
+
+
+class World:
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.nodes: dict[str, NodeInfo] = {}
+        self.serial = 0
+        for _ in range(12):
+            self.add_node()
+
+    def _uid(self) -> str:
+        self.serial += 1
+        return f"u{self.serial}"
+
+    def add_node(self) -> None:
+        name = f"n{self._uid()}"
+        self.nodes[name] = NodeInfo.build(name, _facts(self.rng, name), [])
+
+    def rebuild(self, name: str, facts: NodeFacts | None = None, pods: list[PodInfo] | None = None) -> None:
+        old = self.nodes[name]
+        self.nodes[name] = NodeInfo.build(
+            name, facts if facts is not None else old.node, pods if pods is not None else list(old.pods.values())
+        )
+
+    def step(self) -> str:
+        rng = self.rng
+        names = list(self.nodes)
+        name = rng.choice(names)
+        old = self.nodes[name]
+        assert old.node is not None
+        kind = rng.randrange(9)
+        if kind == 0:
+            self.add_node()
+            return "node added"
+        if kind == 1 and len(names) > 4:
+            del self.nodes[name]
+            return "node deleted"
+        if kind == 2:
+            self.rebuild(name, facts=_facts(rng, name))
+            return "node replaced"
+        if kind == 3:
+            facts = dataclasses.replace(old.node)
+            facts.labels = {**facts.labels, "disk": rng.choice(("ssd", "hdd"))}
+            facts.unschedulable = not facts.unschedulable if rng.random() < 0.3 else facts.unschedulable
+            self.rebuild(name, facts=facts)
+            return "node relabelled"
+        if kind in (4, 5, 6):
+            pod = _pod(rng, self._uid(), rng.randrange(12))
+            pod.node_name = name
+            self.rebuild(name, pods=[*old.pods.values(), pod])
+            return "pod placed"
+        if kind == 7 and old.pods:
+            gone = rng.choice(list(old.pods))
+            self.rebuild(name, pods=[p for u, p in old.pods.items() if u != gone])
+            return "pod removed"
+        if old.pods:
+            uid = rng.choice(list(old.pods))
+            pods = [p for u, p in old.pods.items() if u != uid]
+            moved = old.pods[uid]
+            relabelled = dataclasses.replace(moved)
+            relabelled.labels = {"app": rng.choice(APPS)}
+            self.rebuild(name, pods=[*pods, relabelled])
+            return "pod relabelled"
+        return "nothing"
+
+    def snapshot(self) -> Snapshot:
+        return Snapshot(nodes=dict(self.nodes))
+
+
+def _answers(result: engine.FilterResult) -> tuple[list[str], dict[str, str], dict[str, str]]:
+    return result.passing, result.failed, result.unresolvable
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_cached_verdicts_equal_fresh_ones_after_every_change(seed: int) -> None:
+    world = World(seed)
+    policy = default_policy()
+    cache = EquivalenceCache(CacheConfig(max_classes=8))
+    rng = random.Random(seed + 100)
+    reused = compared = 0
+    for step in range(400):
+        what = world.step()
+        snap = world.snapshot()
+        names = [*snap.nodes, "ghost"]
+        rng.shuffle(names)
+        for _ in range(3):
+            pod = _pod(rng, f"in-{step}-{rng.randrange(10**6)}", rng.randrange(12))
+            if rng.random() < 0.1:  # a pod filtered again while it sits on a node (assumed there)
+                host = snap.nodes[rng.choice(list(snap.nodes))]
+                placed = list(host.pods.values())
+                if placed:
+                    pod = dataclasses.replace(placed[0], node_name="")
+            fresh = engine.filter_nodes(policy, pod, snap, names)
+            cached = engine.filter_nodes(policy, pod, snap, names, cache.memo(pod))
+            assert _answers(cached) == _answers(fresh), f"seed {seed} step {step} after {what}: {pod}"
+            reused += cached.reused
+            compared += len(names)
+    assert reused > compared // 4, "the cache should have answered a good share of the nodes"
+
+
+def test_policy_order_with_a_cross_node_filter_first_reports_the_same_first_failure() -> None:
+    policy = Policy.model_validate(
+        {"predicates": ["MatchInterPodAffinity", "PodToleratesNodeTaints", "PodFitsResources", "PodTopologySpread"]}
+    )
+    world = World(7)
+    cache = EquivalenceCache()
+    rng = random.Random(3)
+    for step in range(200):
+        world.step()
+        snap = world.snapshot()
+        pod = _pod(rng, f"x{step}", rng.randrange(12))
+        fresh = engine.filter_nodes(policy, pod, snap, list(snap.nodes))
+        cached = engine.filter_nodes(policy, pod, snap, list(snap.nodes), cache.memo(pod))
+        assert _answers(cached) == _answers(fresh)
+
+
+def test_a_verdict_computed_for_a_pod_on_its_own_node_is_not_reused_for_its_siblings() -> None:
+    # NoDiskConflict leaves the pod itself out: pod A, already on n1, fits there; its sibling B
+    # (same class) conflicts with A's disk and must not inherit A's verdict.
+    policy = default_policy()
+    rng = random.Random(1)
+    a, b = _pod(rng, "a", 4), _pod(rng, "b", 4)
+    assert a.volumes and a.volumes == b.volumes
+    # kube-scheduler sends A unbound while our snapshot holds it assumed on n1
+    placed = dataclasses.replace(a, node_name="n1", assumed=True)
+    facts = _facts(random.Random(2), "n1")
+    facts.taints, facts.unschedulable, facts.conditions = [], False, {"Ready": "True"}
+    facts.allocatable = {"cpu": 8000, "memory": 8 * GI, "pods": 110}
+    snap = Snapshot(nodes={"n1": NodeInfo.build("n1", facts, [placed])})
+    cache = EquivalenceCache()
+    for _ in range(2):  # the class is admitted on its second sighting: this one stores
+        assert engine.filter_nodes(policy, a, snap, ["n1"], cache.memo(a)).passing == ["n1"]
+    sibling = engine.filter_nodes(policy, b, snap, ["n1"], cache.memo(b))
+    assert sibling.passing == [] and "n1" in sibling.failed
