@@ -7,6 +7,8 @@ import re
 from pathlib import Path
 
 from app.metrics import Metrics
+from extenders.equivalence import EquivalenceCache
+from extenders.equivalence.metrics import EquivalenceCollector
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "kube-gang-extender.json"
 SERIES = re.compile(r"\b((?:extender|process|python)_[a-z_]+)\b")
@@ -15,7 +17,9 @@ SUFFIXES = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count"), 
 
 def served_series() -> set[str]:
     names: set[str] = set()
-    for family in Metrics().registry.collect():
+    metrics = Metrics()
+    metrics.registry.register(EquivalenceCollector(EquivalenceCache()))  # as app.main does
+    for family in metrics.registry.collect():
         names.update(family.name + suffix for suffix in SUFFIXES.get(family.type, ("",)))
         names.update(sample.name for sample in family.samples)
     return names
@@ -30,5 +34,6 @@ def test_every_dashboard_query_names_a_served_series() -> None:
     assert used <= served, f"not served: {sorted(used - served)}"
     # Every engine family is on the dashboard.
     engine = {f.name for f in Metrics().engine.registry.collect() if f.name.startswith("extender_")}
+    engine |= {f.name for f in EquivalenceCollector(EquivalenceCache()).collect() if not f.name.endswith("_enabled")}
     shown = {re.sub(r"_(total|bucket|sum|count)$", "", n) for n in used}
     assert engine <= shown, f"not on the dashboard: {sorted(engine - shown)}"
