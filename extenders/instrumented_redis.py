@@ -44,19 +44,28 @@ class InstrumentedRedis(aredis.Redis):
     def __init__(self, *args: Any, telemetry: Telemetry, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.telemetry = telemetry
+        # Each command's (latency, errors) series, looked up once: ``labels()`` takes a lock.
+        self._series: dict[str, tuple[Any, Any]] = {}
 
     async def execute_command(self, *args: Any, **options: Any) -> Any:
         command = _command_label(args)
+        series = self._series.get(command)
+        if series is None:
+            telemetry = self.telemetry
+            series = self._series[command] = (
+                telemetry.redis_latency.labels(command),
+                telemetry.redis_errors.labels(command),
+            )
         started = time.perf_counter()
         try:
             return await super().execute_command(*args, **options)  # type: ignore[no-untyped-call]
         except NoScriptError:
             raise  # the script is loaded and run again: the protocol, not a failure
         except Exception:
-            self.telemetry.redis_errors.labels(command).inc()
+            series[1].inc()
             raise
         finally:
-            self.telemetry.redis_latency.labels(command).observe(time.perf_counter() - started)
+            series[0].observe(time.perf_counter() - started)
 
     def pipeline(self, transaction: bool = True, shard_hint: str | None = None) -> Pipeline:
         pipe = InstrumentedPipeline(self.connection_pool, self.response_callbacks, transaction, shard_hint)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -20,7 +19,7 @@ from redis.exceptions import RedisError
 
 from extenders.aio import cancelling, wait_event
 from extenders.gang.membership import GangMembers
-from extenders.kube.client import KubeApiError, KubeClient
+from extenders.kube.client import KubeApiError, KubeClient, rfc3339
 from extenders.model import PodGroupInfo
 from extenders.snapshot import Snapshot
 from extenders.telemetry import Telemetry
@@ -74,10 +73,6 @@ Signature = tuple[str, tuple[tuple[str, str, str, bool], ...]]
 
 def signature(members: GangMembers, gang_state: str) -> Signature:
     return gang_state, tuple(sorted((p.uid, p.node_name, p.phase, p.assumed) for p in members.all()))
-
-
-def _rfc3339(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class PodGroupStatusWriter:
@@ -155,7 +150,7 @@ class PodGroupStatusWriter:
         status = podgroup_status(group.min_member, pods, state)
         started = self._started.get(group.key)
         if started is not None:
-            status["scheduleStartTime"] = _rfc3339(started)
+            status["scheduleStartTime"] = rfc3339(started / 1000)
         if self._written.get(group.key) == status:
             return False
         if not await self.kube.patch_podgroup_status(group.namespace, group.name, status):

@@ -32,7 +32,7 @@ from extenders.gang.state import FilterState, FilterStatus, GangStore
 from extenders.gang.status import STATES, gang_document
 from extenders.kube.events import ObjectRef
 from extenders.kube.requeue import Requeuer
-from extenders.logs import FailureLog, log_fields
+from extenders.logs import FailureLog
 from extenders.model import PodInfo
 from extenders.snapshot import Snapshot
 
@@ -116,9 +116,6 @@ class GangService:
         """None for pods outside any gang; else whether the member may pass (with the reason if not),
         noted as an Event on the pod (written in the background)."""
         verdict = await self._filter(pod, snapshot, passing)
-        if verdict is not None and not verdict.fit:
-            with log_fields(gang=verdict.gang):
-                log.debug("gang member %s not placed: %s", pod.key, verdict.reason)
         if verdict is not None and verdict.event:
             message = verdict.reason or f"gang {verdict.gang} is admitted to assemble: this member may be placed"
             self.runtime.events.record(

@@ -10,6 +10,7 @@ import enum
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -17,6 +18,12 @@ import httpx
 import orjson
 
 log = logging.getLogger(__name__)
+
+
+def rfc3339(seconds: float) -> str:
+    """A Unix time as the API's timestamps write it (whole seconds, UTC)."""
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
 
 PODGROUP_GROUP_VERSION = "scheduling.x-k8s.io/v1alpha1"
 PODGROUPS_PATH = f"/apis/{PODGROUP_GROUP_VERSION}/podgroups"

@@ -14,13 +14,12 @@ import heapq
 import logging
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 
 from extenders.aio import cancel_and_wait, wait_event
-from extenders.kube.client import PODGROUP_GROUP_VERSION, KubeApiError, KubeClient
+from extenders.kube.client import PODGROUP_GROUP_VERSION, KubeApiError, KubeClient, rfc3339
 from extenders.telemetry import Telemetry
 
 log = logging.getLogger(__name__)
@@ -102,10 +101,6 @@ class _Bucket:
     def wait_seconds(self) -> float:
         self._refill()
         return 0.0 if self.tokens >= 1 else (1 - self.tokens) / self.rate
-
-
-def _rfc3339(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 SeriesKey = tuple[str, str, str, str, str]  # kind, namespace, name, type, reason
@@ -227,7 +222,7 @@ class EventRecorder:
             if series.written_count and await self.kube.patch_event(
                 series.ref.namespace,
                 series.name,
-                {"count": count, "lastTimestamp": _rfc3339(series.last), "message": series.message},
+                {"count": count, "lastTimestamp": rfc3339(series.last), "message": series.message},
             ):
                 self.telemetry.kube_events.labels("updated").inc()
             else:
@@ -237,14 +232,11 @@ class EventRecorder:
                 self.telemetry.kube_events.labels("created").inc()
         except (httpx.HTTPError, KubeApiError, OSError) as exc:
             self.telemetry.kube_events.labels("failed").inc()
-            log.debug("event %s on %s %s/%s not written: %s", series.reason, *self._where(series), exc)
+            ref = series.ref
+            log.debug("event %s on %s %s/%s not written: %s", series.reason, ref.kind, ref.namespace, ref.name, exc)
             return
         series.written_count = count
         series.written_at = time.monotonic()
-
-    @staticmethod
-    def _where(series: _Series) -> tuple[str, str, str]:
-        return series.ref.kind, series.ref.namespace, series.ref.name
 
     def _body(self, series: _Series, count: int) -> dict[str, Any]:
         ref = series.ref
@@ -265,8 +257,8 @@ class EventRecorder:
             "reason": series.reason,
             "message": series.message,
             "count": count,
-            "firstTimestamp": _rfc3339(series.first),
-            "lastTimestamp": _rfc3339(series.last),
+            "firstTimestamp": rfc3339(series.first),
+            "lastTimestamp": rfc3339(series.last),
             "source": {"component": COMPONENT},
             "reportingComponent": COMPONENT,
             "reportingInstance": self.instance[:128],
