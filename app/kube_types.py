@@ -154,8 +154,14 @@ class PVCVolume(_DiskSource):
     claimName: Str = ""
 
 
+class ImageVolumeSource(_Obj):
+    reference: Str | None = None
+    pullPolicy: Str | None = None
+
+
 class Volume(_Obj):
     name: Str = ""
+    image: ImageVolumeSource | None = None
     gcePersistentDisk: GCEPersistentDisk | None = None
     awsElasticBlockStore: AWSElasticBlockStore | None = None
     rbd: RBDVolume | None = None
@@ -167,6 +173,7 @@ class PodSpec(_Obj):
     containers: list[Container] = Field(default_factory=list)
     initContainers: list[Container] | None = None
     overhead: ResourceList | None = None
+    resources: ResourceRequirements | None = None
     nodeName: Str | None = None
     nodeSelector: dict[str, StrictStr] | None = None
     affinity: Affinity | None = None
@@ -179,6 +186,7 @@ class PodSpec(_Obj):
 
 
 class OwnerReference(_Obj):
+    apiVersion: Str = ""
     kind: Str = ""
     name: Str = ""
     uid: Str = ""
@@ -199,9 +207,27 @@ class ObjectMeta(_Obj):
     creationTimestamp: Str | None = None
 
 
+class ContainerStatus(_Obj):
+    name: Str = ""
+    allocatedResources: ResourceList | None = None
+    resources: ResourceRequirements | None = None
+
+
+class PodCondition(_Obj):
+    type: Str = ""
+    status: Str | None = None
+    reason: Str | None = None
+
+
 class PodStatus(_Obj):
     phase: Str | None = None
     startTime: Str | None = None
+    conditions: list[PodCondition] | None = None
+    containerStatuses: list[ContainerStatus] | None = None
+    initContainerStatuses: list[ContainerStatus] | None = None
+    # Pod-wide totals, with the overhead, that kubelets report while resizing pod-level resources.
+    allocatedResources: ResourceList | None = None
+    resources: ResourceRequirements | None = None
 
 
 class Pod(_Obj):

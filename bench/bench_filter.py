@@ -8,6 +8,13 @@ inter-pod terms. Usage: python -m bench.bench_filter [--nodes N] [--pods-per-nod
 (as the replica's snapshot cache produces after a bind), so per-snapshot summaries are
 derived incrementally rather than reused: the regime of a busy cluster.
 
+``--spread default`` gives the incoming pod no topologySpreadConstraints and the snapshot one
+Service per namespace and app (500), so PodTopologySpread scores it with kube-scheduler's system
+defaults over its Service's selector; ``--spread none`` drops the constraints without Services (the
+default selector is empty: the scorer skips the pod); ``--spread declared`` (default) keeps its
+ScheduleAnyway zone constraint. With ``default`` or ``none`` the snapshot is sealed, as the replica
+cache's snapshots are, so the default selector is remembered across calls.
+
 ``--cache on`` filters through the equivalence cache (pods of one class, so it warms up);
 ``--cache distinct`` through the cache with every pod of a class of its own (nothing to reuse:
 the cache's pure overhead); ``--cache off`` (default) without it.
@@ -24,7 +31,7 @@ from typing import Any
 
 from extenders import engine
 from extenders.equivalence import EquivalenceCache
-from extenders.model import NodeFacts, NodeInfo, PodInfo, Taint
+from extenders.model import NodeFacts, NodeInfo, PodInfo, ServiceInfo, Taint
 from extenders.policy import default_policy
 from extenders.snapshot import Snapshot
 
@@ -115,7 +122,23 @@ def _churn(snapshot: Snapshot, name: str, iteration: int, affinity: bool, rng: r
     pods = [*old.pods.values(), _pod(rng, f"churn-{iteration}", name, affinity)]
     nodes = dict(snapshot.nodes)
     nodes[name] = NodeInfo.build(name, old.node, pods, old.generation + 1)
-    return Snapshot(nodes=nodes, generation=snapshot.generation + 1, sealed=True, summary_seed=snapshot.seed())
+    return Snapshot(
+        nodes=nodes,
+        generation=snapshot.generation + 1,
+        sealed=True,
+        summary_seed=snapshot.seed(),
+        services=snapshot.services,
+    )
+
+
+def _services() -> dict[str, ServiceInfo]:
+    """One Service per namespace and app of ``_pod``'s pods."""
+    out: dict[str, ServiceInfo] = {}
+    for ns in range(10):
+        for app in range(50):
+            service = ServiceInfo(f"ns-{ns}", f"app-{app}", {"app": f"app-{app}"})
+            out[service.key] = service
+    return out
 
 
 def main() -> None:
@@ -127,11 +150,19 @@ def main() -> None:
     parser.add_argument("--affinity", action="store_true", help="give pods inter-pod anti-affinity terms")
     parser.add_argument("--churn", action="store_true", help="a new snapshot, one node changed, before every call")
     parser.add_argument("--cache", choices=("off", "on", "distinct"), default="off", help="the equivalence cache")
+    parser.add_argument(
+        "--spread", choices=("declared", "default", "none"), default="declared", help="the pod's spreading"
+    )
     args = parser.parse_args()
     cache = EquivalenceCache() if args.cache != "off" else None
     snapshot = build(args.nodes, args.pods_per_node, args.affinity)
     policy = default_policy()
     pod = incoming(args.affinity)
+    if args.spread != "declared":
+        pod.topology_spread = []
+        snapshot.sealed = True  # as the replica cache's snapshots are: the default selector is remembered
+    if args.spread == "default":
+        snapshot.services = _services()
     rng = random.Random(2)
     names = sorted(snapshot.nodes)
     filter_ms: list[float] = []
@@ -164,6 +195,7 @@ def main() -> None:
         "affinity": args.affinity,
         "churn": args.churn,
         "cache": args.cache,
+        "spread": args.spread,
         "iterations": args.iterations,
         "mean_passing": passing / args.iterations,
         "filter_ms": {"p50": pct(filter_ms, 0.5), "p99": pct(filter_ms, 0.99)},

@@ -2,7 +2,8 @@
 
 ``refresh()`` runs before every filter/prioritize call, so the common case must be cheap:
 one round trip that returns only the cluster generation when nothing changed, and one
-round trip returning just the changed nodes / pending pods / PDBs / PodGroups when it did.
+round trip returning just the changed nodes / pending pods / PDBs / PodGroups / Namespaces /
+PersistentVolumeClaims / Services / ReplicationControllers / ReplicaSets / StatefulSets when it did.
 A full (pipelined, batched) load happens at start, when this copy is older than the
 tombstone floor, or when more changed than one reply should carry.
 
@@ -22,8 +23,17 @@ from hashlib import blake2b
 from typing import TypeVar
 
 from extenders.model import NodeInfo, PDBInfo, PodInfo
-from extenders.records import PDB, POD, decode_node_hash, podgroup_from
-from extenders.snapshot import Snapshot
+from extenders.records import (
+    PDB,
+    POD,
+    controller_from,
+    decode_node_hash,
+    namespace_from,
+    podgroup_from,
+    pvc_from,
+    service_from,
+)
+from extenders.snapshot import Snapshot, patch_nominated
 from extenders.store import CatchUp, Store
 from extenders.telemetry import Telemetry
 
@@ -153,12 +163,23 @@ class SnapshotCache:
                     self._digests.pop(name, None)
                     continue
                 nodes[name] = self._build_node(name, gen, rv, fields, old.nodes.get(name))
+        pending = _merge(old.pending, delta.pending, _pod)
+        nominated = old.nominated_seed
+        if nominated is not None and delta.pending:
+            nominated = patch_nominated(nominated, old.pending, pending, (uid for uid, _raw in delta.pending))
         return Snapshot(
             nodes=nodes,
-            pending=_merge(old.pending, delta.pending, _pod),
+            pending=pending,
+            nominated_seed=nominated,
             pdbs=_merge(old.pdbs, delta.pdbs, _pdb),
             generation=delta.generation,
             podgroups=_merge(old.podgroups, delta.podgroups, podgroup_from),
+            namespaces=_merge(old.namespaces, delta.namespaces, namespace_from),
+            pvcs=_merge(old.pvcs, delta.pvcs, pvc_from),
+            services=_merge(old.services, delta.services, service_from),
+            replication_controllers=_merge(old.replication_controllers, delta.replication_controllers, controller_from),
+            replica_sets=_merge(old.replica_sets, delta.replica_sets, controller_from),
+            stateful_sets=_merge(old.stateful_sets, delta.stateful_sets, controller_from),
             sealed=True,
             summary_seed=old.seed(),  # patched for the changed nodes only, as UpdateSnapshot does
         )
@@ -191,6 +212,12 @@ class SnapshotCache:
                 pdbs={k: _pdb(k, v) for k, v in (await store.hash_all("pdb")).items()},
                 generation=gen0,
                 podgroups={k: podgroup_from(k, v) for k, v in (await store.hash_all("podgroup")).items()},
+                namespaces={k: namespace_from(k, v) for k, v in (await store.hash_all("ns")).items()},
+                pvcs={k: pvc_from(k, v) for k, v in (await store.hash_all("pvc")).items()},
+                services={k: service_from(k, v) for k, v in (await store.hash_all("svc")).items()},
+                replication_controllers={k: controller_from(k, v) for k, v in (await store.hash_all("rc")).items()},
+                replica_sets={k: controller_from(k, v) for k, v in (await store.hash_all("rs")).items()},
+                stateful_sets={k: controller_from(k, v) for k, v in (await store.hash_all("sts")).items()},
                 sealed=True,
             )
             delta = await store.catch_up(gen0, max(self.max_delta_items, len(names) + 1000))

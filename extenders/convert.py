@@ -14,24 +14,31 @@ from extenders.model import (
     PREEMPT_LOWER_PRIORITY,
     PREFER_AVOID_PODS_ANNOTATION,
     WILDCARD_IP,
+    ControllerInfo,
     HostPort,
+    NamespaceInfo,
     NodeFacts,
     Owner,
     PDBInfo,
     PodGroupInfo,
     PodInfo,
+    PVCInfo,
+    ServiceInfo,
     Taint,
 )
 from extenders.quantity import resource_amount
-from extenders.resources import is_best_effort, pod_nonzero_requests, pod_requests
+from extenders.resources import is_best_effort, pod_resources
 
+READ_WRITE_ONCE_POD = "ReadWriteOncePod"
 # Volume sources that NoDiskConflict still checks; the others are dropped on ingest.
 CONFLICT_VOLUME_KEYS = ("gcePersistentDisk", "awsElasticBlockStore", "rbd", "iscsi", "persistentVolumeClaim")
 
 
 def _host_ports(spec: Mapping[str, Any]) -> list[HostPort]:
+    """Ports of the containers that run as long as the pod: regular ones and sidecars, not plain init containers."""
+    sidecars = [c for c in spec.get("initContainers") or [] if c.get("restartPolicy") == "Always"]
     ports: list[HostPort] = []
-    for container in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
+    for container in [*sidecars, *(spec.get("containers") or [])]:
         for port in container.get("ports") or []:
             host_port = int(port.get("hostPort") or 0)
             if host_port <= 0:
@@ -40,13 +47,29 @@ def _host_ports(spec: Mapping[str, Any]) -> list[HostPort]:
     return ports
 
 
+def _images(spec: Mapping[str, Any]) -> list[str]:
+    """The image of each init container, container and image volume, in that order: ImageLocality
+    scores them all and scales its range by how many there are. The API server requires every one
+    of a pod's to be named, so an empty name (a hand-made pod) is left out."""
+    containers = [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
+    volumes = [vol["image"] for vol in spec.get("volumes") or [] if vol.get("image") is not None]
+    return [name for name in [*(c.get("image") for c in containers), *(v.get("reference") for v in volumes)] if name]
+
+
 def _controller(meta: Mapping[str, Any]) -> Owner | None:
-    """The controlling owner reference (or the first one, as the spreading priorities read it)."""
+    """The controlling owner reference, or the first one when none is marked (``Owner.controller``
+    tells which): the default spreading selector reads only a controller, NodePreferAvoidPods either."""
     refs = meta.get("ownerReferences") or []
     chosen = next((r for r in refs if r.get("controller")), refs[0] if refs else None)
     if not chosen:
         return None
-    return Owner(kind=chosen.get("kind", ""), name=chosen.get("name", ""), uid=chosen.get("uid", ""))
+    return Owner(
+        kind=chosen.get("kind", ""),
+        name=chosen.get("name", ""),
+        uid=chosen.get("uid", ""),
+        api_version=chosen.get("apiVersion") or "",
+        controller=chosen.get("controller") is True,
+    )
 
 
 def object_key(obj: Mapping[str, Any]) -> str:
@@ -60,13 +83,13 @@ def pod_info(pod: Mapping[str, Any]) -> PodInfo:
     meta = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
     status = pod.get("status") or {}
-    images = [c.get("image", "") for c in spec.get("containers") or [] if c.get("image")]
+    images = _images(spec)
     volumes = [
         {k: v for k, v in vol.items() if k in CONFLICT_VOLUME_KEYS or k == "name"}
         for vol in spec.get("volumes") or []
         if any(k in vol for k in CONFLICT_VOLUME_KEYS)
     ]
-    nonzero_cpu, nonzero_memory = pod_nonzero_requests(spec)
+    resources = pod_resources(spec, status)
     return PodInfo(
         namespace=meta.get("namespace") or DEFAULT_NAMESPACE,
         name=meta.get("name") or "",
@@ -78,9 +101,10 @@ def pod_info(pod: Mapping[str, Any]) -> PodInfo:
         priority=int(spec.get("priority") or 0),
         preemption_policy=spec.get("preemptionPolicy") or PREEMPT_LOWER_PRIORITY,
         scheduler_name=spec.get("schedulerName") or "",
-        requests=pod_requests(spec),
-        nonzero_cpu=nonzero_cpu,
-        nonzero_memory=nonzero_memory,
+        requests=resources.requests,
+        nonzero_cpu=resources.nonzero_cpu,
+        nonzero_memory=resources.nonzero_memory,
+        score_nonzero=resources.score_nonzero,
         best_effort=is_best_effort(spec),
         host_ports=_host_ports(spec),
         node_selector=dict(spec.get("nodeSelector") or {}),
@@ -93,6 +117,8 @@ def pod_info(pod: Mapping[str, Any]) -> PodInfo:
         creation_timestamp=meta.get("creationTimestamp"),
         start_time=status.get("startTime"),
         owner=_controller(meta),
+        # A bound pod's nomination is history: dropped, so clearing it does not rewrite the node's record.
+        nominated_node_name="" if spec.get("nodeName") else status.get("nominatedNodeName") or "",
     )
 
 
@@ -104,7 +130,8 @@ def node_facts(node: Mapping[str, Any]) -> NodeFacts:
     images: dict[str, int] = {}
     for image in status.get("images") or []:
         for name in image.get("names") or []:
-            images[name] = int(image.get("sizeBytes") or 0)
+            # A name listed twice keeps its first size, as kube-scheduler's image states do.
+            images.setdefault(name, int(image.get("sizeBytes") or 0))
     annotations = meta.get("annotations") or {}
     return NodeFacts(
         name=meta.get("name") or "",
@@ -125,12 +152,14 @@ def node_facts(node: Mapping[str, Any]) -> NodeFacts:
 def pdb_info(pdb: Mapping[str, Any]) -> PDBInfo:
     """A policy/v1 PodDisruptionBudget's selector and remaining disruptions."""
     meta = pdb.get("metadata") or {}
+    status = pdb.get("status") or {}
     return PDBInfo(
         namespace=meta.get("namespace") or DEFAULT_NAMESPACE,
         name=meta.get("name") or "",
         selector=dict((pdb.get("spec") or {}).get("selector") or {}),
-        disruptions_allowed=int((pdb.get("status") or {}).get("disruptionsAllowed") or 0),
+        disruptions_allowed=int(status.get("disruptionsAllowed") or 0),
         resource_version=str(meta.get("resourceVersion") or ""),
+        disrupted_pods=frozenset(status.get("disruptedPods") or {}),
     )
 
 
@@ -146,4 +175,43 @@ def podgroup_info(group: Mapping[str, Any]) -> PodGroupInfo:
         creation_timestamp=meta.get("creationTimestamp") or "",
         schedule_timeout_seconds=int(timeout) if timeout is not None else None,
         uid=meta.get("uid") or "",
+    )
+
+
+def namespace_info(namespace: Mapping[str, Any]) -> NamespaceInfo:
+    """A v1.Namespace's labels (what namespaceSelectors match)."""
+    meta = namespace.get("metadata") or {}
+    return NamespaceInfo(name=meta.get("name") or "", labels=dict(meta.get("labels") or {}))
+
+
+def pvc_info(claim: Mapping[str, Any]) -> PVCInfo:
+    """A v1.PersistentVolumeClaim reduced to whether its access modes include ReadWriteOncePod."""
+    meta = claim.get("metadata") or {}
+    modes = (claim.get("spec") or {}).get("accessModes") or []
+    return PVCInfo(
+        namespace=meta.get("namespace") or DEFAULT_NAMESPACE,
+        name=meta.get("name") or "",
+        read_write_once_pod=READ_WRITE_ONCE_POD in modes,
+    )
+
+
+def service_info(service: Mapping[str, Any]) -> ServiceInfo:
+    """A v1.Service reduced to its selector map (empty when it selects nothing)."""
+    meta = service.get("metadata") or {}
+    return ServiceInfo(
+        namespace=meta.get("namespace") or DEFAULT_NAMESPACE,
+        name=meta.get("name") or "",
+        selector=dict((service.get("spec") or {}).get("selector") or {}),
+    )
+
+
+def controller_info(controller: Mapping[str, Any]) -> ControllerInfo:
+    """A ReplicationController (selector map), ReplicaSet or StatefulSet (LabelSelector) reduced to
+    its ``spec.selector``, as the object holds it."""
+    meta = controller.get("metadata") or {}
+    selector = (controller.get("spec") or {}).get("selector")
+    return ControllerInfo(
+        namespace=meta.get("namespace") or DEFAULT_NAMESPACE,
+        name=meta.get("name") or "",
+        selector=dict(selector) if selector is not None else None,
     )

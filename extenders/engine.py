@@ -23,6 +23,7 @@ priority's weight is accepted (classic files say 10000) but not used.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from itertools import compress, repeat
@@ -33,9 +34,10 @@ from extenders.equivalence import ClassMemo, fingerprint_key, fingerprints
 from extenders.labels import SelectorError
 from extenders.model import NodeInfo, PodInfo
 from extenders.plugins.framework import MAX_PRIORITY, SKIP, ConstantScore, Filter, ScoringContext, Verdict
+from extenders.plugins.names import KUBE_SCHEDULER_FILTER, KUBE_SCHEDULER_SCORER
 from extenders.plugins.registry import FILTERS, SCORERS, VETO_SCORERS
 from extenders.policy import Policy
-from extenders.snapshot import Snapshot
+from extenders.snapshot import NominatedPods, Snapshot
 
 NODE_NOT_FOUND = "node(s) not found in the extender's snapshot"
 _NOT_FOUND = Verdict(False, NODE_NOT_FOUND, unresolvable=True)
@@ -125,13 +127,9 @@ class PreparedPod:
             parent, node = self._parent, self._override
             assert parent is not None and node is not None
             base = parent.snapshot
-            self._snapshot = Snapshot(
-                nodes={**base.nodes, node.name: node},
-                pending=base.pending,
-                pdbs=base.pdbs,
-                generation=base.generation,
-                podgroups=base.podgroups,
-                summary_seed=base.seed(),
+            # Every table shared; only the node table differs, so derived data is not reused.
+            self._snapshot = dataclasses.replace(
+                base, nodes={**base.nodes, node.name: node}, sealed=False, summary_seed=base.seed()
             )
         return self._snapshot
 
@@ -185,6 +183,21 @@ class PreparedPod:
                 return verdict
         return None
 
+    def verdict(self, node: NodeInfo | None) -> Verdict | None:
+        """The node's failure as the policy reports it (the first, or all combined), or None."""
+        if self.policy.always_check_all_predicates:
+            failures = self.failures(node)
+            return None if not failures else failures[0] if len(failures) == 1 else combine(failures)
+        return self.first_failure(node)
+
+    def cacheable(self) -> bool:
+        """False when a node-local filter's state for this pod depends on other nodes (see ``Filter``)."""
+        for step in self.steps:
+            cacheable = step.filter.cacheable
+            if cacheable is not None and step.error is None and not cacheable(step.state):
+                return False
+        return True
+
     def layout(self) -> _Layout:
         if self._layout is None:
             families: list[str] = []
@@ -227,6 +240,78 @@ def prepare_pod(policy: Policy, pod: PodInfo, snapshot: Snapshot) -> PreparedPod
     return PreparedPod.build(policy, pod, snapshot)
 
 
+# ---------------------------------------------------------------- nominated pods
+DEFAULT_SCHEDULER = "default-scheduler"
+
+
+def _scheduler_of(pod: PodInfo) -> str:
+    return pod.scheduler_name or DEFAULT_SCHEDULER
+
+
+def nominated_to_add(pod: PodInfo, node: NodeInfo, nominated: NominatedPods, snapshot: Snapshot) -> list[PodInfo]:
+    """The pods nominated to ``node`` that ``pod`` must leave room for (kube-scheduler's addGENominatedPods).
+
+    Those of at least ``pod``'s priority, other than ``pod`` itself, and only of ``pod``'s scheduler:
+    kube-scheduler knows the nominations of its own queue alone. One already placed (on this node
+    it is counted there; on another one kube-scheduler dropped the nomination when it assumed it)
+    is left out.
+    """
+    candidates = nominated.get(node.name)
+    if not candidates:
+        return []
+    priority, uid, scheduler = pod.priority, pod.uid, _scheduler_of(pod)
+    return [
+        p
+        for p in candidates
+        if p.priority >= priority
+        and p.uid != uid
+        and _scheduler_of(p) == scheduler
+        and p.uid not in node.pods
+        and snapshot.find_pod(p.uid) is None
+    ]
+
+
+def with_pods(node: NodeInfo, pods: Iterable[PodInfo]) -> NodeInfo:
+    """A copy of ``node`` holding ``pods`` as well (``node`` is shared with the snapshot: never changed)."""
+    return NodeInfo.build(node.name, node.node, [*node.pods.values(), *pods], node.generation)
+
+
+def _yield_to_nominated(prepared: PreparedPod, result: FilterResult, nominated: NominatedPods) -> None:
+    """kube-scheduler's RunFilterPluginsWithNominatedPods over ``result`` (in place).
+
+    A node holding nominated pods the pod must yield to passes only if it passes both with them
+    and without them (the verdict already in ``result``); when it fails with them, that failure
+    is the one reported. Only the nodes named in ``nominated`` are looked at.
+    """
+    nodes = prepared.snapshot.nodes
+    pod = prepared.pod
+    passing: set[str] | None = None
+    overrides: dict[str, Verdict] = {}
+    for name in nominated:
+        node = nodes.get(name)
+        if node is None or node.node is None:
+            continue
+        if name not in result.failed and name not in result.unresolvable:
+            if passing is None:
+                passing = set(result.passing)
+            if name not in passing:  # not asked about
+                continue
+        extra = nominated_to_add(pod, node, nominated, prepared.snapshot)
+        if not extra:
+            continue
+        grown = with_pods(node, extra)
+        verdict = prepared.with_node(grown).verdict(grown)
+        if verdict is not None:
+            overrides[name] = verdict
+    if not overrides:
+        return
+    result.passing = [name for name in result.passing if name not in overrides]
+    for name, verdict in overrides.items():
+        result.failed.pop(name, None)
+        result.unresolvable.pop(name, None)
+        (result.unresolvable if verdict.unresolvable else result.failed)[name] = verdict.reason
+
+
 def combine(verdicts: list[Verdict]) -> Verdict:
     """Several failures as one: distinct reasons joined, unresolvable if any is."""
     reasons: list[str] = []
@@ -244,13 +329,19 @@ def filter_nodes(
 
     With ``memo`` (the pod's equivalence class), node-local verdicts are reused where the node's
     relevant parts are unchanged; ``reused`` and ``computed`` on the result count the nodes.
+    Pods nominated to a node are then accounted for as kube-scheduler does (``Snapshot.nominated``),
+    on those nodes only.
     """
     prepared = PreparedPod.build(policy, pod, snapshot)
-    if memo is not None and memo.admitted and not policy.always_check_all_predicates:
-        return _filter_cached(prepared, node_names, memo)
-    result = filter_prepared(prepared, node_names)
-    if memo is not None:
-        result.computed = len(result.passing) + len(result.failed) + len(result.unresolvable)
+    if memo is not None and memo.admitted and not policy.always_check_all_predicates and prepared.cacheable():
+        result = _filter_cached(prepared, node_names, memo)
+    else:
+        result = filter_prepared(prepared, node_names)
+        if memo is not None:
+            result.computed = len(result.passing) + len(result.failed) + len(result.unresolvable)
+    nominated = snapshot.nominated()
+    if nominated:
+        _yield_to_nominated(prepared, result, nominated)
     return result
 
 
@@ -322,14 +413,8 @@ def filter_prepared(prepared: PreparedPod, node_names: Iterable[str]) -> FilterR
     result = FilterResult()
     passing, failed, unresolvable = result.passing, result.failed, result.unresolvable
     nodes = prepared.snapshot.nodes
-    check_all = prepared.policy.always_check_all_predicates
     for name in node_names:
-        node = nodes.get(name)
-        if check_all:
-            failures = prepared.failures(node)
-            verdict = None if not failures else failures[0] if len(failures) == 1 else combine(failures)
-        else:
-            verdict = prepared.first_failure(node)
+        verdict = prepared.verdict(nodes.get(name))
         if verdict is None:
             passing.append(name)
         elif verdict.unresolvable:
@@ -450,28 +535,66 @@ def prioritize_nodes(
 
 
 # ---------------------------------------------------------------- explain
+def _evaluate_with_nominated(
+    prepared: PreparedPod, node: NodeInfo | None, nominated: NominatedPods
+) -> tuple[list[tuple[str, Verdict]], list[PodInfo]]:
+    """Every predicate's verdict, and the nominated pods they were judged with when those change it.
+
+    As in kube-scheduler, a node must pass without and with the pods nominated to it: a predicate
+    that passes alone but fails with them reports that failure.
+    """
+    verdicts = prepared.evaluate(node)
+    if node is None or node.node is None or not nominated:
+        return verdicts, []
+    extra = nominated_to_add(prepared.pod, node, nominated, prepared.snapshot)
+    if not extra:
+        return verdicts, []
+    grown = with_pods(node, extra)
+    with_them = dict(prepared.with_node(grown).evaluate(grown))
+    merged = [(name, v if not v.fit else with_them.get(name, v)) for name, v in verdicts]
+    return merged, extra if merged != verdicts else []
+
+
 def explain(
     policy: Policy, pod: PodInfo, snapshot: Snapshot, node_names: Iterable[str] | None = None
 ) -> dict[str, Any]:
     """Every predicate's verdict on every node, and the priorities over the nodes that fit.
 
-    ``{"nodes": {name: {"fit", "predicates": {pred: {"fit", "reason", "unresolvable"}},
-    "priorities": {prio: {"raw", "score"}}, "score"}}}``; nodes that do not fit have no
+    ``{"nodes": {name: {"fit", "first_failure": {"predicate", "plugin", "reason"} | None,
+    "nominated_pods": [...], "predicates": {pred: {"plugin", "fit", "reason", "unresolvable"}},
+    "priorities": {prio: {"plugin", "raw", "score"}}, "score"}}}``; ``plugin`` names the
+    kube-scheduler plug-in that decides the same, ``first_failure`` is the failure kube-scheduler
+    would report (the first in policy order) and ``nominated_pods`` the pods nominated to the node
+    that the verdicts counted (only when they changed one). Nodes that do not fit have no
     priorities and score 0. All predicates are evaluated regardless of the policy's
     ``alwaysCheckAllPredicates``.
     """
     names = sorted(snapshot.nodes) if node_names is None else list(node_names)
     prepared = PreparedPod.build(policy, pod, snapshot)
+    nominated = snapshot.nominated()
     out: dict[str, dict[str, Any]] = {}
     fitting: list[NodeInfo] = []
     for name in names:
         node = snapshot.nodes.get(name)
-        verdicts = prepared.evaluate(node)
+        verdicts, counted = _evaluate_with_nominated(prepared, node, nominated)
         fit = node is not None and node.node is not None and all(v.fit for _, v in verdicts)
+        first = next(((pred, v) for pred, v in verdicts if not v.fit), None)
+        failure = None
+        if first is not None:
+            plugin = KUBE_SCHEDULER_FILTER.get(first[0], first[0])
+            failure = {"predicate": first[0], "plugin": plugin, "reason": first[1].reason}
         out[name] = {
             "fit": fit,
+            "first_failure": failure,
+            "nominated_pods": [p.key for p in counted],
             "predicates": {
-                pred: {"fit": v.fit, "reason": v.reason, "unresolvable": v.unresolvable} for pred, v in verdicts
+                pred: {
+                    "plugin": KUBE_SCHEDULER_FILTER.get(pred, pred),
+                    "fit": v.fit,
+                    "reason": v.reason,
+                    "unresolvable": v.unresolvable,
+                }
+                for pred, v in verdicts
             },
             "priorities": {},
             "score": 0,
@@ -481,6 +604,9 @@ def explain(
     scores, details = _score(policy, pod, snapshot, fitting, detail=True)
     for info in fitting:
         entry = out[info.name]
-        entry["priorities"] = details.get(info.name, {})
+        entry["priorities"] = {
+            prio: {"plugin": KUBE_SCHEDULER_SCORER.get(prio, prio), **detail}
+            for prio, detail in details.get(info.name, {}).items()
+        }
         entry["score"] = scores.get(info.name, 0)
     return {"nodes": out}

@@ -291,31 +291,22 @@ def first_untolerated_taint(
 
 
 # ---------------------------------------------------------------- pod affinity terms
+# Set by the API server on every namespace, to the namespace's name.
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 
-def _namespace_selector_matcher(selector: Mapping[str, Any] | None) -> Callable[[str], bool] | None:
-    """A term's namespaceSelector as a predicate on namespace names, or None for "no extra namespaces".
-
-    The snapshot holds no namespace labels. ``{}`` selects every namespace; a selector that
-    only reads ``kubernetes.io/metadata.name`` (set on every namespace by the API server)
-    is evaluated exactly; any other selector is treated as selecting no namespace.
-    """
-    if selector is None:
-        return None
-    match_labels: Mapping[str, str] = selector.get("matchLabels") or {}
-    expressions: Sequence[Mapping[str, Any]] = selector.get("matchExpressions") or []
-    if not match_labels and not expressions:
-        return lambda _ns: True
-    keys = set(match_labels) | {e.get("key") or "" for e in expressions}
-    if keys != {NAMESPACE_NAME_LABEL}:
-        return None
-    matcher = _build_label_selector(selector)
-    return lambda ns: matcher({NAMESPACE_NAME_LABEL: ns})
+def is_match_all(matcher: LabelMatcher | None) -> bool:
+    """Whether a compiled selector is ``{}`` (matches everything)."""
+    return matcher is _match_all
 
 
 class AffinityTerm:
-    """A compiled v1.PodAffinityTerm, relative to the namespace of the pod that owns it."""
+    """A compiled v1.PodAffinityTerm, relative to the namespace of the pod that owns it.
+
+    A pod is in the term's namespaces when its namespace is listed (``namespaces``: the term's
+    list, or the owner's own namespace when neither a list nor a namespaceSelector is set) or
+    when its namespace's labels match ``namespace_selector`` (None: the term has none).
+    """
 
     __slots__ = ("namespace_selector", "namespaces", "selector", "topology_key")
 
@@ -323,7 +314,7 @@ class AffinityTerm:
         self,
         topology_key: str,
         namespaces: frozenset[str],
-        namespace_selector: Callable[[str], bool] | None,
+        namespace_selector: LabelMatcher | None,
         selector: LabelMatcher,
     ) -> None:
         self.topology_key = topology_key
@@ -331,13 +322,26 @@ class AffinityTerm:
         self.namespace_selector = namespace_selector
         self.selector = selector
 
-    def matches(self, namespace: str, labels: Mapping[str, str]) -> bool:
-        """Whether a pod in ``namespace`` with ``labels`` is selected by this term."""
-        if namespace not in self.namespaces and (
-            self.namespace_selector is None or not self.namespace_selector(namespace)
-        ):
-            return False
+    def matches(
+        self, namespace: str, labels: Mapping[str, str], namespace_labels: Mapping[str, str] | None = None
+    ) -> bool:
+        """Whether a pod in ``namespace`` with ``labels`` is selected by this term.
+
+        ``namespace_labels`` are the labels of ``namespace``; a namespaceSelector is evaluated on them
+        only when the namespace is not listed. When they are not known (None) the namespace is taken
+        to carry only the ``kubernetes.io/metadata.name`` label every namespace has.
+        """
+        if namespace not in self.namespaces:
+            ns_selector = self.namespace_selector
+            if ns_selector is None:
+                return False
+            if not ns_selector(namespace_labels if namespace_labels is not None else {NAMESPACE_NAME_LABEL: namespace}):
+                return False
         return self.selector(labels)
+
+    def with_namespaces(self, selected: frozenset[str]) -> AffinityTerm:
+        """This term with its namespaceSelector replaced by the namespaces it selects (plus the listed ones)."""
+        return AffinityTerm(self.topology_key, self.namespaces | selected, None, self.selector)
 
 
 def compile_affinity_term(term: Mapping[str, Any], owner_namespace: str) -> AffinityTerm:
@@ -349,7 +353,7 @@ def compile_affinity_term(term: Mapping[str, Any], owner_namespace: str) -> Affi
     return AffinityTerm(
         term.get("topologyKey") or "",
         namespaces,
-        _namespace_selector_matcher(ns_selector_json),
+        None if ns_selector_json is None else compile_label_selector(ns_selector_json),
         compile_label_selector(term.get("labelSelector")),
     )
 

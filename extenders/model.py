@@ -41,9 +41,13 @@ class Taint:
 
 @dataclass(slots=True, frozen=True)
 class Owner:
+    """The pod's controlling owner reference, or its first one when none is marked as controller."""
+
     kind: str
     name: str
     uid: str
+    api_version: str = ""
+    controller: bool = False  # the reference says ``controller: true``
 
 
 @dataclass(slots=True)
@@ -63,6 +67,9 @@ class PodInfo:
     requests: dict[str, int] = field(default_factory=dict)
     nonzero_cpu: int = 0
     nonzero_memory: int = 0
+    # (millicpu, memory) the resource scorers count for this pod as the one being scheduled, when
+    # it differs from the non-zero pair above (only with pod-level requests); None otherwise.
+    score_nonzero: tuple[int, int] | None = None
     best_effort: bool = False
     host_ports: list[HostPort] = field(default_factory=list)
     node_selector: dict[str, str] = field(default_factory=dict)
@@ -76,6 +83,9 @@ class PodInfo:
     start_time: str | None = None
     owner: Owner | None = None
     assumed: bool = False
+    # status.nominatedNodeName of an unbound pod (kept only while unbound): where a preemption made
+    # room for it, which kube-scheduler's filter counts as taken for pods of no higher priority.
+    nominated_node_name: str = ""
 
     @property
     def key(self) -> str:
@@ -143,11 +153,10 @@ class NodeInfo:
     used_ports: set[HostPort] = field(default_factory=set)
     pods_with_affinity: list[PodInfo] = field(default_factory=list)
     pods_with_required_anti_affinity: list[PodInfo] = field(default_factory=list)
-    # Indexes for selector matching (see extenders.snapshot.pod_query): the node's pods by
-    # label_key(namespace, label key, label value), and by controller owner uid. Lists, as a node
-    # holds few pods; terminating pods are included (callers decide).
+    # The index for selector matching (see extenders.snapshot.pod_query): the node's pods by
+    # label_key(namespace, label key, label value). Lists, as a node holds few pods; terminating
+    # pods are included (callers decide).
     pods_by_label: dict[LabelKey, list[PodInfo]] = field(default_factory=dict, compare=False, repr=False)
-    pods_by_owner: dict[str, list[PodInfo]] = field(default_factory=dict, compare=False, repr=False)
     # Bumped by every add_pod/remove_pod, so snapshot-wide summaries notice in-place changes.
     version: int = field(default=0, compare=False)
     # Scratch space for data predicates derive from this node's pods (e.g. compiled terms),
@@ -195,8 +204,6 @@ class NodeInfo:
                 by_label[index_key] = [pod]
             else:
                 bucket.append(pod)
-        if pod.owner is not None:
-            self.pods_by_owner.setdefault(pod.owner.uid, []).append(pod)
 
     def remove_pod(self, uid: str) -> PodInfo | None:
         pod = self.pods.pop(uid, None)
@@ -220,8 +227,6 @@ class NodeInfo:
         namespace = pod.namespace
         for key, value in pod.labels.items():
             _drop_from(self.pods_by_label, label_key(namespace, key, value), pod)
-        if pod.owner is not None:
-            _drop_from(self.pods_by_owner, pod.owner.uid, pod)
         return pod
 
     def requested_with_pods(self) -> dict[str, int]:
@@ -240,6 +245,59 @@ class PDBInfo:
     selector: dict[str, Any] = field(default_factory=dict)  # a metav1.LabelSelector as JSON
     disruptions_allowed: int = 0
     resource_version: str = ""
+    # Names in status.disruptedPods: evictions the API server has admitted but the disruption
+    # controller has not yet seen go, already taken out of ``disruptions_allowed``.
+    disrupted_pods: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(slots=True)
+class NamespaceInfo:
+    """A Namespace's labels: what an affinity term's namespaceSelector is matched against."""
+
+    name: str
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class PVCInfo:
+    """A PersistentVolumeClaim as scheduling reads it: only whether one pod at most may use it."""
+
+    namespace: str
+    name: str
+    read_write_once_pod: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(slots=True)
+class ServiceInfo:
+    """A Service reduced to its ``spec.selector`` map (empty when it has none): which pods it
+    groups, for the spreading scorers' default selector."""
+
+    namespace: str
+    name: str
+    selector: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(slots=True)
+class ControllerInfo:
+    """A ReplicationController, ReplicaSet or StatefulSet reduced to its ``spec.selector``: a
+    ``key: value`` map for a ReplicationController, a metav1.LabelSelector (JSON) for the others;
+    None when the object has none. Nothing else of these (possibly numerous) objects is kept."""
+
+    namespace: str
+    name: str
+    selector: dict[str, Any] | None = None
 
     @property
     def key(self) -> str:

@@ -1,14 +1,15 @@
 """PodDisruptionBudget accounting for preemption, with kube-scheduler's semantics.
 
 Mirrors DefaultPreemption's ``filterPodsWithPDBViolation``: each budget starts at the PDB's
-``status.disruptionsAllowed``; every victim charged against a matching PDB lowers it by one,
-and a victim whose charge takes any matching budget below zero violates it. As there:
-a PDB only guards pods of its own namespace, a pod without labels matches no PDB, and a
-PDB whose selector is missing, empty or invalid matches nothing.
+``status.disruptionsAllowed``; every pod charged against a matching PDB lowers it by one, and
+a pod whose charge takes any matching budget below zero violates it. As there: a PDB only
+guards pods of its own namespace, a pod without labels matches no PDB, a PDB whose selector
+is missing, empty or invalid matches nothing, and a pod named in the PDB's
+``status.disruptedPods`` is not charged against it (its eviction is already counted).
 
 Pods already leaving (deletion timestamp set, or phase Succeeded/Failed) are never charged:
 the disruption controller already left them out of ``disruptionsAllowed`` (they are not
-healthy pods), just as kube-scheduler skips pods listed in a PDB's ``disruptedPods``.
+healthy pods), and preemption takes them as gone rather than as victims.
 """
 
 from __future__ import annotations
@@ -44,17 +45,24 @@ def pdb_matches(pdb: PDBInfo, pod: PodInfo) -> bool:
 
 
 class DisruptionBudgets:
-    """The remaining disruptions of every PDB while victims are charged one by one."""
+    """The remaining disruptions of every PDB while pods are charged one by one."""
 
     __slots__ = ("_by_namespace",)
 
     def __init__(self, pdbs: Iterable[PDBInfo]) -> None:
-        # namespace -> [[matcher, remaining allowed]]; mutable pairs so charges update in place.
+        # namespace -> [[matcher, remaining allowed, disrupted pod names]]; mutable so charges update in place.
         self._by_namespace: dict[str, list[list[Any]]] = {}
         for pdb in pdbs:
             matcher = _pdb_matcher(pdb.selector)
             if matcher is not None:
-                self._by_namespace.setdefault(pdb.namespace, []).append([matcher, pdb.disruptions_allowed])
+                entry = [matcher, pdb.disruptions_allowed, pdb.disrupted_pods]
+                self._by_namespace.setdefault(pdb.namespace, []).append(entry)
+
+    def copy(self) -> DisruptionBudgets:
+        """Budgets in the same state, charged independently: selectors are compiled once per request."""
+        out = DisruptionBudgets(())
+        out._by_namespace = {ns: [list(entry) for entry in entries] for ns, entries in self._by_namespace.items()}
+        return out
 
     def charge(self, pod: PodInfo) -> bool:
         """Count ``pod`` as evicted; True when that violates one of its PDBs.
@@ -65,10 +73,11 @@ class DisruptionBudgets:
             return False
         violated = False
         for entry in self._by_namespace.get(pod.namespace, ()):
-            if entry[0](pod.labels):
-                entry[1] -= 1
-                if entry[1] < 0:
-                    violated = True
+            if pod.name in entry[2] or not entry[0](pod.labels):
+                continue
+            entry[1] -= 1
+            if entry[1] < 0:
+                violated = True
         return violated
 
 
@@ -79,9 +88,3 @@ def split_by_pdb_violation(pods: Iterable[PodInfo], budgets: DisruptionBudgets) 
     for pod in pods:
         (violating if budgets.charge(pod) else others).append(pod)
     return violating, others
-
-
-def count_pdb_violations(pods: Iterable[PodInfo], pdbs: Iterable[PDBInfo]) -> int:
-    """How many of ``pods`` (charged in the given order) violate a PDB if all are evicted."""
-    budgets = DisruptionBudgets(pdbs)
-    return sum(1 for pod in pods if budgets.charge(pod))

@@ -23,33 +23,30 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from extenders.plugins import names
 from extenders.plugins.registry import FILTERS, SCORERS
 
-# Cheap, node-local and unresolvable checks first, so the first failure is the most telling one.
+# kube-scheduler's default profile: its filter plug-ins in its order, so the first failure reported
+# for a node is the one kube-scheduler would report. Node conditions are not checked: the node
+# lifecycle controller turns them into taints, which TaintToleration reads (the classic condition
+# and pressure predicates stay available to policy files).
 DEFAULT_PREDICATES: tuple[str, ...] = (
-    names.NODE_CONDITION,
     names.NODE_UNSCHEDULABLE,
     names.NODE_NAME,
-    names.NODE_AFFINITY_FILTER,
     names.TAINT_TOLERATION_FILTER,
-    names.MEMORY_PRESSURE,
-    names.DISK_PRESSURE,
-    names.PID_PRESSURE,
-    names.NODE_RESOURCES_FIT,
+    names.NODE_AFFINITY_FILTER,
     names.NODE_PORTS,
+    names.NODE_RESOURCES_FIT,
     names.VOLUME_RESTRICTIONS,
     names.POD_TOPOLOGY_SPREAD,
     names.INTER_POD_AFFINITY_FILTER,
 )
+# The default profile's score plug-ins and weights (NodeResourcesFit scores LeastAllocated).
 DEFAULT_PRIORITIES: tuple[tuple[str, int], ...] = (
+    (names.TAINT_TOLERATION, 3),
+    (names.NODE_AFFINITY, 2),
     (names.LEAST_REQUESTED, 1),
-    (names.BALANCED_ALLOCATION, 1),
-    (names.NODE_AFFINITY, 1),
-    (names.TAINT_TOLERATION, 1),
-    (names.IMAGE_LOCALITY, 1),
     (names.POD_TOPOLOGY_SPREAD, 2),
-    (names.INTER_POD_AFFINITY, 1),
-    # A veto, not averaged (see extenders.engine): avoided nodes score 0, all others 1..10.
-    # The classic weight is kept so classic policy files read the same; it is not used.
-    (names.NODE_PREFER_AVOID_PODS, 10000),
+    (names.INTER_POD_AFFINITY, 2),
+    (names.BALANCED_ALLOCATION, 1),
+    (names.IMAGE_LOCALITY, 1),
 )
 DEFAULT_RESOURCE_WEIGHTS: dict[str, int] = {"cpu": 1, "memory": 1}
 
@@ -155,7 +152,7 @@ class Policy(BaseModel):
 
 
 def default_policy() -> Policy:
-    """The built-in policy (every predicate, the seed's priorities and weights)."""
+    """The built-in policy: kube-scheduler's default profile."""
     try:
         return Policy()
     except ValidationError as exc:

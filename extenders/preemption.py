@@ -3,14 +3,25 @@
 kube-scheduler picks candidate nodes and victims with its own plugins, which know nothing
 of what only the extender counts (resources it was told to ignore, gang quorums). For each
 candidate we start from the scheduler's victims and, when the preemptor still does not fit
-our predicates, add victims the way kube-scheduler's ``selectVictimsOnNode`` chooses them:
+our predicates, add victims the way DefaultPreemption's ``SelectVictimsOnNode`` chooses them:
 evict every pod of strictly lower priority, check the fit, then reprieve as many as
 possible (PDB-violating pods first, then the rest, each group most important first),
 keeping a pod only if the preemptor still fits with it back.
 
-Decisions (see also ``extenders.pdb``):
-- The scheduler's victims are never reprieved (its own plugins needed them gone) and keep
-  their order; our additions follow, most important first.
+As there (see also ``extenders.pdb``):
+- Which pods violate a PDB is decided once per node, over every potential victim (the
+  scheduler's victims and every lower-priority pod) taken most important first, each PDB
+  starting from its ``disruptionsAllowed``. ``NumPDBViolations`` counts the victims so
+  classed; a victim classed violating stays counted even when a pod charged before it is
+  reprieved, as kube-scheduler counts it.
+- Every fit check counts the pods nominated to the node (``Snapshot.nominated``) of at
+  least the preemptor's priority, and must pass both with and without them.
+- Victims are listed most important first (higher priority, then earlier start): kube-scheduler
+  reads the first as the node's most important victim when it picks a node. Victims equal in
+  both keep the scheduler's order, ours after it by name.
+
+Decisions:
+- The scheduler's victims are never reprieved (its own plugins needed them gone).
 - Pods already leaving (deletion timestamp, or Succeeded/Failed) are taken as gone before
   any fit check: their resources are already being freed, so evicting them again frees
   nothing more; they are never added as victims and never count as PDB violations. A
@@ -20,13 +31,10 @@ Decisions (see also ``extenders.pdb``):
   is then stale and we cannot vouch for a fit computed on it); the preemptor does not fit
   even without every lower-priority pod; or the answer would have no victim at all
   (kube-scheduler refuses a whole answer with an empty victim list).
-- ``NumPDBViolations`` is recomputed over the final victims of every node in the answer.
 - Gangs: a node whose victims take a gang (by the snapshot's live bound members) from
   at least its minimum to below it "breaks" that gang. Nodes breaking a gang are dropped
   when another candidate breaks none; when all break some, only those breaking the
   fewest gangs stay.
-Pods nominated to a node (kube-scheduler's nominator) are not visible to the extender and
-are not accounted for.
 """
 
 from __future__ import annotations
@@ -40,7 +48,7 @@ from typing import Any
 from extenders import engine
 from extenders.gang.membership import GangOf
 from extenders.model import NodeInfo, PodInfo
-from extenders.pdb import DisruptionBudgets, count_pdb_violations, is_leaving, split_by_pdb_violation
+from extenders.pdb import DisruptionBudgets, is_leaving, split_by_pdb_violation
 from extenders.policy import Policy
 from extenders.snapshot import Snapshot
 
@@ -68,9 +76,13 @@ class MetaVictims:
 
 @dataclass(slots=True)
 class _Decision:
-    victims: list[PodInfo]
-    uids: list[str]
+    victims: list[PodInfo]  # most important first
+    num_pdb_violations: int
     broken_gangs: set[str] = field(default_factory=set)
+
+    @property
+    def uids(self) -> list[str]:
+        return [p.uid for p in self.victims]
 
 
 # ---------------------------------------------------------------- ordering
@@ -84,8 +96,13 @@ def _start_key(pod: PodInfo) -> tuple[int, float]:
     return 1, 0.0
 
 
+def rank_key(pod: PodInfo) -> tuple[int, tuple[int, float]]:
+    """kube-scheduler's MoreImportantPod as a sort key: higher priority, then earlier start, first."""
+    return -pod.priority, _start_key(pod)
+
+
 def importance_key(pod: PodInfo) -> tuple[int, tuple[int, float], str, str]:
-    """Sort key, most important first: higher priority, then earlier start (then name, for determinism)."""
+    """``rank_key``, then the name: deterministic where kube-scheduler's unstable sort is not."""
     return -pod.priority, _start_key(pod), pod.namespace, pod.name
 
 
@@ -134,16 +151,45 @@ class _GangCounter:
 
 
 # ---------------------------------------------------------------- per node
+class _Trial:
+    """A node as a preemption would leave it, and the same with the nominated pods it must keep room for.
+
+    Both copies get every eviction and reprieve, so a fit check never rebuilds a node.
+    """
+
+    __slots__ = ("grown", "node")
+
+    def __init__(self, info: NodeInfo, pods: Sequence[PodInfo], nominated: Sequence[PodInfo]) -> None:
+        self.node = NodeInfo.build(info.name, info.node, pods, info.generation)
+        self.grown = engine.with_pods(self.node, nominated) if nominated else None
+
+    def add(self, pod: PodInfo) -> None:
+        self.node.add_pod(pod)
+        if self.grown is not None:
+            self.grown.add_pod(pod)
+
+    def remove(self, uid: str) -> None:
+        self.node.remove_pod(uid)
+        if self.grown is not None:
+            self.grown.remove_pod(uid)
+
+
 class _NodeSelector:
-    """selectVictimsOnNode for one preemptor, against one snapshot."""
+    """SelectVictimsOnNode for one preemptor, against one snapshot."""
 
     def __init__(self, policy: Policy, preemptor: PodInfo, snapshot: Snapshot) -> None:
         self.preemptor = preemptor
         self.snapshot = snapshot
         self.prepared = engine.prepare_pod(policy, preemptor, snapshot)
-        self.pdbs = list(snapshot.pdbs.values())
+        self.budgets = DisruptionBudgets(snapshot.pdbs.values())
+        self.nominated = snapshot.nominated()
 
-    def fits(self, node: NodeInfo) -> bool:
+    def fits(self, trial: _Trial) -> bool:
+        """RunFilterPluginsWithNominatedPods: the preemptor fits with the nominated pods, and without."""
+        grown = trial.grown
+        if grown is not None and self.prepared.with_node(grown).first_failure(grown) is not None:
+            return False
+        node = trial.node
         return self.prepared.with_node(node).first_failure(node) is None
 
     def select(
@@ -168,43 +214,41 @@ class _NodeSelector:
                 return None
             scheduler_victims.append(pod)
 
+        # Every potential victim, most important first, classed by PDB once (filterPodsWithPDBViolation).
+        live = [p for p in info.pods.values() if not is_leaving(p)]
+        potential = [p for p in live if p.uid in seen or p.priority < preemptor.priority]
+        potential.sort(key=importance_key)
+        violating, others = split_by_pdb_violation(potential, self.budgets.copy())
+        violating_uids = {p.uid for p in violating}
+
         # The node as it will be: scheduler's victims evicted, leaving pods gone.
-        work = NodeInfo.build(
-            info.name,
-            info.node,
-            (p for p in info.pods.values() if p.uid not in seen and not is_leaving(p)),
-            info.generation,
-        )
-        if self.fits(work):
+        nominated = engine.nominated_to_add(preemptor, info, self.nominated, self.snapshot) if self.nominated else []
+        trial = _Trial(info, [p for p in live if p.uid not in seen], nominated)
+        if self.fits(trial):
             if not scheduler_victims:
                 _drop(preemptor, node_name, RULE_NO_VICTIMS, "fits without evicting anything; an empty list is refused")
                 return None
-            return _Decision(scheduler_victims, [p.uid for p in scheduler_victims])
+            return self._decision(scheduler_victims, [], violating_uids)
 
-        potential = [p for p in work.pods.values() if p.priority < preemptor.priority]
-        if not potential:
+        lower = [p for p in trial.node.pods.values() if p.priority < preemptor.priority]
+        if not lower:
             _drop(preemptor, node_name, RULE_NO_LOWER_PRIORITY, "does not fit and no lower-priority pod is left")
             return None
-        for pod in potential:
-            work.remove_pod(pod.uid)
-        if not self.fits(work):
+        for pod in lower:
+            trial.remove(pod.uid)
+        if not self.fits(trial):
             _drop(preemptor, node_name, RULE_CANNOT_FIT, "does not fit even with every lower-priority pod evicted")
             return None
 
-        potential.sort(key=importance_key)
-        budgets = DisruptionBudgets(self.pdbs)
-        for pod in scheduler_victims:  # certain to go, so they use up the budgets first
-            budgets.charge(pod)
-        violating, others = split_by_pdb_violation(potential, budgets)
         added: list[PodInfo] = []
         for pod in (*violating, *others):
-            work.add_pod(pod)
-            if not self.fits(work):
-                work.remove_pod(pod.uid)
+            if pod.uid in seen:  # the scheduler's victims go in any case
+                continue
+            trial.add(pod)
+            if not self.fits(trial):
+                trial.remove(pod.uid)
                 added.append(pod)
-        added.sort(key=importance_key)
-        victims = scheduler_victims + added
-        if not victims:  # cannot happen (the node did not fit with all of them), kept as a guard
+        if not scheduler_victims and not added:  # cannot happen (the node did not fit with all of them)
             _drop(preemptor, node_name, RULE_NO_VICTIMS, "no victim left after reprieves")
             return None
         if added:
@@ -216,7 +260,13 @@ class _NodeSelector:
                 len(scheduler_victims),
                 ", ".join(p.key for p in added),
             )
-        return _Decision(victims, [p.uid for p in victims])
+        return self._decision(scheduler_victims, added, violating_uids)
+
+    @staticmethod
+    def _decision(scheduler_victims: list[PodInfo], added: list[PodInfo], violating: set[str]) -> _Decision:
+        """Victims most important first; a stable sort, so ties keep the scheduler's order, then ours by name."""
+        victims = sorted([*scheduler_victims, *sorted(added, key=importance_key)], key=rank_key)
+        return _Decision(victims, sum(1 for p in victims if p.uid in violating))
 
 
 def _drop(preemptor: PodInfo, node: str, rule: str, why: str) -> None:
@@ -254,11 +304,7 @@ def process_preemption(
 
     _apply_gang_rules(preemptor, decisions, _GangCounter(snapshot, gang_of))
 
-    pdbs = list(snapshot.pdbs.values())
-    return {
-        name: MetaVictims(d.uids, count_pdb_violations(sorted(d.victims, key=importance_key), pdbs))
-        for name, d in decisions.items()
-    }
+    return {name: MetaVictims(d.uids, d.num_pdb_violations) for name, d in decisions.items()}
 
 
 def _apply_gang_rules(preemptor: PodInfo, decisions: dict[str, _Decision], counter: _GangCounter) -> None:

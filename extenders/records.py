@@ -13,7 +13,19 @@ from typing import Any, Generic, TypeVar
 
 import orjson
 
-from extenders.model import HostPort, NodeFacts, Owner, PDBInfo, PodGroupInfo, PodInfo, Taint
+from extenders.model import (
+    ControllerInfo,
+    HostPort,
+    NamespaceInfo,
+    NodeFacts,
+    Owner,
+    PDBInfo,
+    PodGroupInfo,
+    PodInfo,
+    PVCInfo,
+    ServiceInfo,
+    Taint,
+)
 
 T = TypeVar("T")
 Convert = Callable[[Any], Any]
@@ -92,12 +104,24 @@ def _ports_in(rows: list[list[Any]]) -> list[HostPort]:
     return [(p[0], p[1], int(p[2])) for p in rows]
 
 
-def _owner_out(owner: Owner | None) -> list[str] | None:
-    return [owner.kind, owner.name, owner.uid] if owner is not None else None
+def _owner_out(owner: Owner | None) -> list[Any] | None:
+    """The owner as a short list: records are stored for every pod, so defaults are left off."""
+    if owner is None:
+        return None
+    row: list[Any] = [owner.kind, owner.name, owner.uid]
+    # [kind, name, uid] alone for an owner with no apiVersion that is not the controller (the defaults).
+    if owner.api_version or owner.controller:
+        row += [owner.api_version, 1 if owner.controller else 0]
+    return row
 
 
-def _owner_in(row: list[str] | None) -> Owner | None:
-    return Owner(row[0], row[1], row[2]) if row else None
+def _owner_in(row: list[Any] | None) -> Owner | None:
+    """The owner ``_owner_out`` wrote, in either of its two forms."""
+    if not row:
+        return None
+    if len(row) < 5:  # the short form: no apiVersion, not the controller
+        return Owner(row[0], row[1], row[2])
+    return Owner(row[0], row[1], row[2], row[3], bool(row[4]))
 
 
 def _taints_out(taints: list[Taint]) -> list[list[str]]:
@@ -106,6 +130,11 @@ def _taints_out(taints: list[Taint]) -> list[list[str]]:
 
 def _taints_in(rows: list[list[str]]) -> list[Taint]:
     return [Taint(t[0], t[1], t[2]) for t in rows]
+
+
+def _names_out(names: frozenset[str]) -> list[str]:
+    """Sorted, so an unchanged set always encodes to the same bytes (unchanged records are not rewritten)."""
+    return sorted(names)
 
 
 POD = RecordCodec(
@@ -124,6 +153,7 @@ POD = RecordCodec(
         Column("r", "requests"),
         Column("nzc", "nonzero_cpu"),
         Column("nzm", "nonzero_memory"),
+        Column("snz", "score_nonzero", list, tuple),
         Column("be", "best_effort"),
         Column("hp", "host_ports", _ports_out, _ports_in),
         Column("ns_sel", "node_selector"),
@@ -137,6 +167,7 @@ POD = RecordCodec(
         Column("st", "start_time"),
         Column("own", "owner", _owner_out, _owner_in),
         Column("as", "assumed"),
+        Column("nom", "nominated_node_name"),
     ],
 )
 
@@ -164,6 +195,7 @@ PDB = RecordCodec(
         Column("sel", "selector"),
         Column("da", "disruptions_allowed"),
         Column("rv", "resource_version"),
+        Column("dp", "disrupted_pods", _names_out, frozenset),
     ],
 )
 
@@ -184,9 +216,43 @@ def podgroup_from(key: str, raw: bytes | str) -> PodGroupInfo:
     return PODGROUP.loads(raw, namespace=namespace, name=name)
 
 
+# Stored under the namespace's name, which decoding passes back in.
+NAMESPACE = RecordCodec(NamespaceInfo, [Column("l", "labels")])
+
+
+def namespace_from(key: str, raw: bytes | str) -> NamespaceInfo:
+    return NAMESPACE.loads(raw, name=key)
+
+
+# Stored under its namespace/name key, which decoding passes back in.
+PVC = RecordCodec(PVCInfo, [Column("rwop", "read_write_once_pod")])
+
+
+def pvc_from(key: str, raw: bytes | str) -> PVCInfo:
+    namespace, _, name = key.partition("/")
+    return PVC.loads(raw, namespace=namespace, name=name)
+
+
+# Stored under its namespace/name key, which decoding passes back in. One codec for Services
+# (a selector map) and one for ReplicationControllers, ReplicaSets and StatefulSets (each in a hash
+# of its own): only the selector, as a cluster may hold many old ReplicaSets.
+SERVICE = RecordCodec(ServiceInfo, [Column("s", "selector")])
+CONTROLLER = RecordCodec(ControllerInfo, [Column("s", "selector")])
+
+
+def service_from(key: str, raw: bytes | str) -> ServiceInfo:
+    namespace, _, name = key.partition("/")
+    return SERVICE.loads(raw, namespace=namespace, name=name)
+
+
+def controller_from(key: str, raw: bytes | str) -> ControllerInfo:
+    namespace, _, name = key.partition("/")
+    return CONTROLLER.loads(raw, namespace=namespace, name=name)
+
+
 def reserved_pod(pod: PodInfo, node: str) -> bytes:
     """The record of ``pod`` assumed on ``node``: what a reservation writes before the watch confirms it."""
-    return POD.dumps(dataclasses.replace(pod, node_name=node, assumed=True))
+    return POD.dumps(dataclasses.replace(pod, node_name=node, assumed=True, nominated_node_name=""))
 
 
 PodDecoder = Callable[[str, bytes], PodInfo]

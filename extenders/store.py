@@ -20,11 +20,16 @@ hash tag such as ``{extender}`` so every key lands in one slot):
 ``P:pending``         hash uid -> PodInfo record of unbound, non-terminal pods; ``P:pendingz`` uid -> gen
 ``P:pdb``/``P:pdbz``  PodDisruptionBudgets by namespace/name
 ``P:podgroup``/``P:podgroupz``  PodGroups by namespace/name: ``{"minMember", "creationTimestamp", "uid", …}``
+``P:ns``/``P:nsz``    Namespaces' labels by name (for affinity terms' namespaceSelector)
+``P:pvc``/``P:pvcz``  PersistentVolumeClaims by namespace/name: whether ReadWriteOncePod is among their modes
+``P:svc``/``P:svcz``, ``P:rc``/``P:rcz``, ``P:rs``/``P:rsz``, ``P:sts``/``P:stsz``  Services,
+                      ReplicationControllers, ReplicaSets and StatefulSets by namespace/name: only
+                      their ``spec.selector`` (the spreading scorers' default selector)
 ``P:assumed``         zset uid -> deadline (ms, Redis clock) of pods assumed but not yet confirmed
 ``P:refused``/``P:refusedpod``  pods filter refused on every node in the last seconds (zset uid ->
                       time, hash uid -> namespace/name); ``P:requeued`` uid -> time of its last requeue;
                       ``P:retrygen`` generation of the last change kube-scheduler retries parked pods on
-``P:tombs``           zset ``n:|p:|d:|g:`` + id -> generation of the delete, for compaction
+``P:tombs``           zset ``n:|p:|d:|g:|s:|c:|v:|o:|e:|t:`` + id -> generation of the delete, for compaction
 ``P:floor``           generation below which tombstones were compacted (older replicas reload)
 ``P:synced``          set by the leader once its initial list of every watched resource is written
 ``P:leader``          lease ``holder|epoch`` (SET PX); ``P:epoch`` fencing counter (INCR per term)
@@ -48,8 +53,29 @@ from redis.commands.core import AsyncScript
 from redis.exceptions import ResponseError
 
 from extenders import lua
-from extenders.model import NodeFacts, PDBInfo, PodGroupInfo, PodInfo
-from extenders.records import NODE, PDB, POD, PODGROUP, decode_node_hash, podgroup_from, reserved_pod
+from extenders.model import (
+    ControllerInfo,
+    NamespaceInfo,
+    NodeFacts,
+    PDBInfo,
+    PodGroupInfo,
+    PodInfo,
+    PVCInfo,
+    ServiceInfo,
+)
+from extenders.records import (
+    CONTROLLER,
+    NAMESPACE,
+    NODE,
+    PDB,
+    POD,
+    PODGROUP,
+    PVC,
+    SERVICE,
+    decode_node_hash,
+    podgroup_from,
+    reserved_pod,
+)
 
 _SCRIPTS = (
     "apply",
@@ -125,6 +151,54 @@ class Op:
         return cls("g", key)
 
     @classmethod
+    def namespace(cls, namespace: NamespaceInfo) -> Op:
+        return cls("A", namespace.name, "", NAMESPACE.dumps(namespace))
+
+    @classmethod
+    def delete_namespace(cls, name: str) -> Op:
+        return cls("a", name)
+
+    @classmethod
+    def pvc(cls, claim: PVCInfo) -> Op:
+        return cls("C", claim.key, "", PVC.dumps(claim))
+
+    @classmethod
+    def delete_pvc(cls, key: str) -> Op:
+        return cls("c", key)
+
+    @classmethod
+    def service(cls, service: ServiceInfo) -> Op:
+        return cls("V", service.key, "", SERVICE.dumps(service))
+
+    @classmethod
+    def delete_service(cls, key: str) -> Op:
+        return cls("v", key)
+
+    @classmethod
+    def replication_controller(cls, controller: ControllerInfo) -> Op:
+        return cls("O", controller.key, "", CONTROLLER.dumps(controller))
+
+    @classmethod
+    def delete_replication_controller(cls, key: str) -> Op:
+        return cls("o", key)
+
+    @classmethod
+    def replica_set(cls, controller: ControllerInfo) -> Op:
+        return cls("E", controller.key, "", CONTROLLER.dumps(controller))
+
+    @classmethod
+    def delete_replica_set(cls, key: str) -> Op:
+        return cls("e", key)
+
+    @classmethod
+    def stateful_set(cls, controller: ControllerInfo) -> Op:
+        return cls("T", controller.key, "", CONTROLLER.dumps(controller))
+
+    @classmethod
+    def delete_stateful_set(cls, key: str) -> Op:
+        return cls("t", key)
+
+    @classmethod
     def synced(cls, marker: str) -> Op:
         return cls("S", "", "", marker)
 
@@ -174,6 +248,12 @@ class CatchUp:
     pdbs: list[tuple[str, bytes | None]] | None = None
     podgroups: list[tuple[str, bytes | None]] | None = None
     store_id: str = ""  # the store history this reply comes from (see ``P:storeid``)
+    namespaces: list[tuple[str, bytes | None]] | None = None
+    pvcs: list[tuple[str, bytes | None]] | None = None
+    services: list[tuple[str, bytes | None]] | None = None
+    replication_controllers: list[tuple[str, bytes | None]] | None = None
+    replica_sets: list[tuple[str, bytes | None]] | None = None
+    stateful_sets: list[tuple[str, bytes | None]] | None = None
 
     @property
     def changed(self) -> bool:
@@ -381,7 +461,21 @@ class Store:
         if _text(reply[2]) == "reload":
             return CatchUp(gen, reload=True, store_id=store_id)
         nodes = [(_text(n[0]), int(n[1]), _text(n[2]) if n[2] else "", _hash(n[3])) for n in reply[3]]
-        return CatchUp(gen, False, nodes, _pairs(reply[4]), _pairs(reply[5]), _pairs(reply[6]), store_id)
+        return CatchUp(
+            gen,
+            False,
+            nodes,
+            _pairs(reply[4]),
+            _pairs(reply[5]),
+            _pairs(reply[6]),
+            store_id,
+            namespaces=_pairs(reply[7]),
+            pvcs=_pairs(reply[8]),
+            services=_pairs(reply[9]),
+            replication_controllers=_pairs(reply[10]),
+            replica_sets=_pairs(reply[11]),
+            stateful_sets=_pairs(reply[12]),
+        )
 
     async def node_index(self) -> tuple[int, dict[str, int]]:
         """The cluster generation and every node's generation (tombstones included), read together.
@@ -412,7 +506,8 @@ class Store:
         return out
 
     async def hash_all(self, name: str) -> dict[str, bytes]:
-        """A whole record hash (``noderv``, ``pending``, ``pdb``, ``podgroup``), scanned in pages."""
+        """A whole record hash (``noderv``, ``pending``, ``pdb``, ``podgroup``, ``ns``, ``pvc``, ``svc``, ``rc``,
+        ``rs``, ``sts``), scanned in pages."""
         out: dict[str, bytes] = {}
         async for k, v in self.redis.hscan_iter(self.key(name), count=2000):
             out[_text(k)] = v

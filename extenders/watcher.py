@@ -1,9 +1,10 @@
 """The leader's feed from the Kubernetes API into the Redis snapshot.
 
-Per resource (nodes, pods, PDBs and, when the CRD is served, PodGroups): list, write only
-what differs from the store (deleting what vanished), then watch from the list's
-resourceVersion with bookmarks. A 410 Gone (HTTP status or ERROR event) means a fresh
-relist; connection errors re-watch from the last applied resourceVersion after a backoff.
+Per resource (nodes, pods, PDBs and, when readable, PodGroups, Namespaces, PersistentVolumeClaims,
+Services, ReplicationControllers, ReplicaSets and StatefulSets): list, write only what differs from
+the store (deleting what vanished), then watch from the list's resourceVersion with bookmarks. A 410
+Gone (HTTP status or ERROR event) means a fresh relist; connection errors re-watch from the last
+applied resourceVersion after a backoff.
 Events that arrive together are written as one fenced batch, so the write rate follows
 Redis round trips rather than events.
 """
@@ -17,6 +18,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import httpx
@@ -24,7 +26,17 @@ import orjson
 from redis.exceptions import RedisError
 
 from extenders.aio import raise_if_cancelling
-from extenders.convert import node_facts, object_key, pdb_info, pod_info, podgroup_info
+from extenders.convert import (
+    controller_info,
+    namespace_info,
+    node_facts,
+    object_key,
+    pdb_info,
+    pod_info,
+    podgroup_info,
+    pvc_info,
+    service_info,
+)
 from extenders.kube.client import PODGROUPS_PATH, GoneError, KubeApiError, KubeClient
 from extenders.kube.requeue import REFUSAL_WINDOW_SECONDS, REQUEUE_INTERVAL_SECONDS, Requeuer
 from extenders.quantity import QuantityError
@@ -105,9 +117,63 @@ PODGROUPS = Resource(
     object_key,
     "podgroup",
 )
+NAMESPACES = Resource(
+    "namespaces",
+    "/api/v1/namespaces",
+    lambda o: Op.namespace(namespace_info(o)),
+    lambda o: Op.delete_namespace(_node_name(o)),
+    _node_name,  # cluster-scoped: the name alone
+    "ns",
+)
+PVCS = Resource(
+    "persistentvolumeclaims",
+    "/api/v1/persistentvolumeclaims",
+    lambda o: Op.pvc(pvc_info(o)),
+    lambda o: Op.delete_pvc(object_key(o)),
+    object_key,
+    "pvc",
+)
+# The objects the spreading scorers' default selector is made of (their selectors only).
+SERVICES = Resource(
+    "services",
+    "/api/v1/services",
+    lambda o: Op.service(service_info(o)),
+    lambda o: Op.delete_service(object_key(o)),
+    object_key,
+    "svc",
+)
+REPLICATION_CONTROLLERS = Resource(
+    "replicationcontrollers",
+    "/api/v1/replicationcontrollers",
+    lambda o: Op.replication_controller(controller_info(o)),
+    lambda o: Op.delete_replication_controller(object_key(o)),
+    object_key,
+    "rc",
+)
+REPLICA_SETS = Resource(
+    "replicasets",
+    "/apis/apps/v1/replicasets",
+    lambda o: Op.replica_set(controller_info(o)),
+    lambda o: Op.delete_replica_set(object_key(o)),
+    object_key,
+    "rs",
+)
+STATEFUL_SETS = Resource(
+    "statefulsets",
+    "/apis/apps/v1/statefulsets",
+    lambda o: Op.stateful_set(controller_info(o)),
+    lambda o: Op.delete_stateful_set(object_key(o)),
+    object_key,
+    "sts",
+)
+REQUIRED_RESOURCES = (NODES, PODS, PDBS)
+# Watched only while readable: scheduling does without them (PodGroups when no CRD is installed,
+# the others when RBAC does not grant them), so a 401/403/404 must not keep the store from being
+# synced. Each is probed again every ``optional_recheck_seconds`` until readable.
+OPTIONAL_RESOURCES = (PODGROUPS, NAMESPACES, PVCS, SERVICES, REPLICATION_CONTROLLERS, REPLICA_SETS, STATEFUL_SETS)
 _TRANSIENT = (httpx.HTTPError, KubeApiError, RedisError, OSError, ValueError)
-# Answers to the PodGroup probe that mean "not for us": no CRD, or RBAC does not allow it.
-_PODGROUPS_UNAVAILABLE = (401, 403, 404)
+# Answers to an optional resource's probe that mean "not for us": no CRD, or RBAC does not allow it.
+_UNAVAILABLE = (401, 403, 404)
 
 
 @dataclass(slots=True)
@@ -144,7 +210,7 @@ class Watcher:
         watch_timeout: int = 300,
         backoff_initial: float = 0.2,
         backoff_max: float = 10.0,
-        podgroup_recheck_seconds: float = 60.0,
+        optional_recheck_seconds: float = 60.0,
         min_watch_seconds: float = 1.0,
         telemetry: Telemetry | None = None,
     ) -> None:
@@ -156,9 +222,9 @@ class Watcher:
         self.watch_timeout = watch_timeout
         self.backoff_initial = backoff_initial
         self.backoff_max = backoff_max
-        self.podgroup_recheck_seconds = podgroup_recheck_seconds
+        self.optional_recheck_seconds = optional_recheck_seconds
         self.min_watch_seconds = min_watch_seconds
-        self._podgroups_warned = False
+        self._warned: set[str] = set()  # optional resources already reported unreadable
         self.stats = WatcherStats()
         self._listed: set[str] = set()
         self._required: set[str] = set()
@@ -167,29 +233,31 @@ class Watcher:
 
     async def run(self) -> None:
         """Feed the store until cancelled; raises FencedError when this term is over."""
-        podgroups = await self._retry(self._has_podgroups)
-        resources = [NODES, PODS, PDBS] + ([PODGROUPS] if podgroups else [])
+        readable = await asyncio.gather(*(self._retry(partial(self._readable, r)) for r in OPTIONAL_RESOURCES))
+        resources = [*REQUIRED_RESOURCES, *(r for r, ok in zip(OPTIONAL_RESOURCES, readable, strict=True) if ok)]
         self._required = {r.kind for r in resources}
         async with asyncio.TaskGroup() as group:
             for resource in resources:
                 group.create_task(self._run_resource(resource), name=f"watch-{resource.kind}")
-            if not podgroups:
-                group.create_task(self._await_podgroups(), name="watch-podgroups-discovery")
+            for resource, ok in zip(OPTIONAL_RESOURCES, readable, strict=True):
+                if not ok:
+                    group.create_task(self._await_readable(resource), name=f"watch-{resource.kind}-discovery")
 
-    async def _has_podgroups(self) -> bool:
-        """The PodGroup probe: 401/403/404 mean "no PodGroups" (warned once), never a reason to wait.
+    async def _readable(self, resource: Resource) -> bool:
+        """An optional resource's probe: 401/403/404 mean "run without it" (a 401/403 warned once),
+        never a reason to wait.
 
         Only a transient failure (connection, 5xx) is retried, so nodes and pods are always watched
-        even when RBAC does not grant podgroups.
+        even when RBAC does not grant the optional resources.
         """
         try:
-            return await self.kube.has_podgroups()
+            return await self.kube.readable(resource.path)
         except KubeApiError as exc:
-            if isinstance(exc, GoneError) or exc.status not in _PODGROUPS_UNAVAILABLE:
+            if isinstance(exc, GoneError) or exc.status not in _UNAVAILABLE:
                 raise
-            if not self._podgroups_warned:
-                self._podgroups_warned = True
-                log.warning("podgroups not readable (%s): running without PodGroups; will re-check", exc)
+            if resource.kind not in self._warned:
+                self._warned.add(resource.kind)
+                log.warning("%s not readable (%s): running without them; will re-check", resource.kind, exc)
             return False
 
     async def _retry(self, call: Callable[[], Any]) -> Any:
@@ -207,14 +275,14 @@ class Watcher:
         delay = min(self.backoff_max, self.backoff_initial * 2.0 ** (failures - 1))
         return float(delay * (0.5 + random.random() / 2))
 
-    async def _await_podgroups(self) -> None:
-        """Start watching PodGroups if their CRD gets installed later."""
+    async def _await_readable(self, resource: Resource) -> None:
+        """Start watching an optional resource once it becomes readable (CRD installed, RBAC granted)."""
         while True:
-            await asyncio.sleep(self.podgroup_recheck_seconds)
+            await asyncio.sleep(self.optional_recheck_seconds)
             with contextlib.suppress(*_TRANSIENT):
-                if await self._has_podgroups():
-                    log.info("PodGroup CRD found: watching podgroups")
-                    await self._run_resource(PODGROUPS)
+                if await self._readable(resource):
+                    log.info("%s readable now: watching them", resource.kind)
+                    await self._run_resource(resource)
                     return
 
     async def _run_resource(self, resource: Resource) -> None:
@@ -347,7 +415,7 @@ class Watcher:
 
     @staticmethod
     def _identity_meta(resource: Resource, key: str, rv: str) -> dict[str, str]:
-        if resource is NODES:
+        if resource is NODES or resource is NAMESPACES:
             return {"name": key, "resourceVersion": rv}
         namespace, _, name = key.partition("/")
         return {"namespace": namespace, "name": name, "resourceVersion": rv}

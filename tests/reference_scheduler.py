@@ -111,17 +111,50 @@ def hard_taints(node: Json) -> list[Json]:
     return [t for t in (node.get("spec") or {}).get("taints") or [] if t.get("effect") in ("NoSchedule", "NoExecute")]
 
 
-def pod_requests(pod: Json) -> dict[str, int]:
+def _sum_requests(containers: list[Json], source: Any) -> dict[str, int]:
     total: dict[str, int] = {}
-    for container in (pod.get("spec") or {}).get("containers") or []:
-        for key, qty in ((container.get("resources") or {}).get("requests") or {}).items():
+    for container in containers:
+        for key, qty in (source(container) or {}).items():
             total[key] = total.get(key, 0) + resource_amount(key, qty)
     return total
 
 
+def pod_requests(pod: Json) -> dict[str, int]:
+    """Regular containers only (no init containers or overhead), resized in place and pod-level."""
+    spec = pod.get("spec") or {}
+    status = pod.get("status") or {}
+    containers = spec.get("containers") or []
+    statuses = {s.get("name"): s for s in status.get("containerStatuses") or []}
+
+    def spec_of(c: Json) -> Any:
+        return (c.get("resources") or {}).get("requests")
+
+    def allocated_of(c: Json) -> Any:
+        s = statuses.get(c.get("name"))
+        return s["allocatedResources"] if s and "allocatedResources" in s else spec_of(c)
+
+    def actual_of(c: Json) -> Any:
+        s = statuses.get(c.get("name"))
+        return ((s or {}).get("resources") or {}).get("requests") or allocated_of(c)
+
+    # A pod being resized counts, per resource, the most of what it asks, was allocated and runs with.
+    total: dict[str, int] = {}
+    for source in (spec_of, allocated_of, actual_of):
+        for key, amount in _sum_requests(containers, source).items():
+            total[key] = max(total.get(key, 0), amount)
+    # Pod-level requests replace the containers' total for cpu, memory and hugepages.
+    for key, qty in ((spec.get("resources") or {}).get("requests") or {}).items():
+        if key in ("cpu", "memory") or key.startswith("hugepages-"):
+            total[key] = resource_amount(key, qty)
+    return total
+
+
 def host_ports(pod: Json) -> list[tuple[str, str, int]]:
+    """Regular containers and sidecars (restartPolicy Always init containers) hold host ports."""
     out = []
-    for container in (pod.get("spec") or {}).get("containers") or []:
+    spec = pod.get("spec") or {}
+    sidecars = [c for c in spec.get("initContainers") or [] if c.get("restartPolicy") == "Always"]
+    for container in [*(spec.get("containers") or []), *sidecars]:
         for port in container.get("ports") or []:
             if port.get("hostPort"):
                 out.append((port.get("protocol") or "TCP", port.get("hostIP") or "0.0.0.0", int(port["hostPort"])))
@@ -326,6 +359,14 @@ def pod_topology_spread(pod: Json, node: Json, cluster: Cluster) -> Result:
                 labels_.get(k) == v for k, v in extra.items()
             )
 
+        # An empty selector (no requirements, none added from matchLabelKeys) counts no pod.
+        raw_selector = c.get("labelSelector")
+        empty = (
+            raw_selector is not None
+            and not extra
+            and not (raw_selector.get("matchLabels") or raw_selector.get("matchExpressions"))
+        )
+
         eligible = []
         for other_node in cluster.nodes.values():
             if any(k not in labels_of(other_node) for k in keys):
@@ -343,7 +384,10 @@ def pod_topology_spread(pod: Json, node: Json, cluster: Cluster) -> Result:
             n = sum(
                 1
                 for p in cluster.pods_on(name_of(other_node))
-                if namespace_of(p) == ns and "deletionTimestamp" not in p["metadata"] and selects(labels_of(p))
+                if not empty
+                and namespace_of(p) == ns
+                and "deletionTimestamp" not in p["metadata"]
+                and selects(labels_of(p))
             )
             counts[value] = counts.get(value, 0) + n
         min_domains = c.get("minDomains") or 1

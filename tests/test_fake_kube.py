@@ -10,7 +10,18 @@ from typing import Any
 import pytest
 from lightkube.config.kubeconfig import KubeConfig
 
-from tests.fake_kube.client import KubeApiError, WatchStream, make_node, make_pdb, make_pod, make_podgroup
+from tests.fake_kube.client import (
+    KubeApiError,
+    WatchStream,
+    make_namespace,
+    make_node,
+    make_pdb,
+    make_pod,
+    make_podgroup,
+    make_pvc,
+    make_service,
+    make_workload,
+)
 from tests.fake_kube.errors import ApiError
 from tests.fake_kube.resources import PODS
 from tests.fake_kube.selectors import label_matcher
@@ -329,6 +340,56 @@ def test_binding_mirrors_kube_apiserver(kube: FakeKube) -> None:
 # -- CRD switch, faults, latency --------------------------------------------------------------------------
 
 
+def test_namespaces_are_labelled_with_their_name_and_claims_listed_across_namespaces(kube: FakeKube) -> None:
+    c = kube.client
+    created = c.create(make_namespace("ns-labels", {"team": "a"}))
+    assert created["metadata"]["labels"] == {"team": "a", "kubernetes.io/metadata.name": "ns-labels"}
+    assert created["status"] == {"phase": "Active"} and "namespace" not in created["metadata"]
+    # an update cannot drop or change the name label
+    patched = c.patch(
+        "Namespace", "ns-labels", {"metadata": {"labels": {"kubernetes.io/metadata.name": "x", "team": None}}}, None
+    )
+    assert patched["metadata"]["labels"] == {"kubernetes.io/metadata.name": "ns-labels"}
+    assert c.get("Namespace", "ns-labels", namespace=None)["metadata"]["labels"] == patched["metadata"]["labels"]
+    assert "ns-labels" in {n["metadata"]["name"] for n in c.list("Namespace")["items"]}
+    claim = c.create(make_pvc("data", "ns-claims", ["ReadWriteOncePod"]))
+    assert claim["status"] == {"phase": "Pending"} and claim["spec"]["accessModes"] == ["ReadWriteOncePod"]
+    c.create(make_pvc("data", "ns-claims-2"))
+    listed = c.list("PersistentVolumeClaim")
+    assert listed["kind"] == "PersistentVolumeClaimList"
+    keys = {(i["metadata"]["namespace"], i["metadata"]["name"]) for i in listed["items"]}
+    assert {("ns-claims", "data"), ("ns-claims-2", "data")} <= keys
+    assert [i["metadata"]["name"] for i in c.list("PersistentVolumeClaim", "ns-claims")["items"]] == ["data"]
+    resources = {r["name"] for r in c.request("GET", "/api/v1").json()["resources"]}
+    assert {"namespaces", "persistentvolumeclaims"} <= resources
+
+
+def test_services_and_workloads_are_served_in_their_groups(kube: FakeKube) -> None:
+    c = kube.client
+    service = c.create(make_service("web", "ns-wl", {"app": "web"}))
+    assert service["spec"]["selector"] == {"app": "web"} and "generation" not in service["metadata"]
+    rs = c.create(make_workload("ReplicaSet", "web-1", "ns-wl", {"matchLabels": {"app": "web"}}))
+    assert rs["metadata"]["generation"] == 1
+    scaled = c.patch("ReplicaSet", "web-1", {"spec": {"replicas": 3}}, namespace="ns-wl")
+    assert scaled["metadata"]["generation"] == 2
+    c.create(make_workload("StatefulSet", "db", "ns-wl"))
+    c.create(make_workload("ReplicationController", "old", "ns-wl", {"app": "old"}))
+    for kind, name in (
+        ("ReplicaSet", "web-1"),
+        ("StatefulSet", "db"),
+        ("ReplicationController", "old"),
+        ("Service", "web"),
+    ):
+        assert name in {i["metadata"]["name"] for i in c.list(kind)["items"]}  # across namespaces
+    assert c.request("GET", "/apis/apps/v1/replicasets").json()["kind"] == "ReplicaSetList"
+    apps = {r["name"] for r in c.request("GET", "/apis/apps/v1").json()["resources"]}
+    assert {"replicasets", "statefulsets"} <= apps
+    groups = {g["name"] for g in c.request("GET", "/apis").json()["groups"]}
+    assert "apps" in groups
+    core = {r["name"] for r in c.request("GET", "/api/v1").json()["resources"]}
+    assert {"services", "replicationcontrollers"} <= core
+
+
 def test_podgroup_crd_can_be_absent(fake_kube_factory: StartFakeKube) -> None:
     kube = fake_kube_factory(podgroups=False)
     c = kube.client
@@ -338,7 +399,7 @@ def test_podgroup_crd_can_be_absent(fake_kube_factory: StartFakeKube) -> None:
     assert c.request("GET", "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/d/podgroups/g").status_code == 404
     assert c.request("GET", "/apis/scheduling.x-k8s.io/v1alpha1").status_code == 404
     groups = {g["name"] for g in c.request("GET", "/apis").json()["groups"]}
-    assert groups == {"policy"}
+    assert groups == {"policy", "apps"}
     assert c.list("Pod")["kind"] == "PodList"  # the rest still works
     c.set_podgroups(True)  # the CRD gets installed
     assert c.create(make_podgroup("g", namespace="d"))["kind"] == "PodGroup"

@@ -23,6 +23,7 @@ CLASS_FIELDS: tuple[str, ...] = (
     "requests",
     "nonzero_cpu",
     "nonzero_memory",
+    "score_nonzero",
     "best_effort",
     "host_ports",
     "node_selector",
@@ -45,6 +46,7 @@ IGNORED_FIELDS: tuple[str, ...] = (
     "start_time",
     "owner",
     "assumed",
+    "nominated_node_name",  # read by the engine for the pods it adds, never for the incoming pod
 )
 
 

@@ -115,7 +115,11 @@ class KubeClient:
 
     async def has_podgroups(self) -> bool:
         """Whether the PodGroup CRD is served (a 404 on its collection means no)."""
-        resp = await self.http.get(PODGROUPS_PATH, params={"limit": "1"})
+        return await self.readable(PODGROUPS_PATH)
+
+    async def readable(self, path: str) -> bool:
+        """Whether a collection is served: False on 404, raises on other errors (401/403 included)."""
+        resp = await self.http.get(path, params={"limit": "1"})
         if resp.status_code == 404:
             return False
         if resp.status_code != 200:

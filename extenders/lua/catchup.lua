@@ -2,8 +2,10 @@
 -- a fresh random store id (used only if the store has none).
 -- Returns {gen, sid} when nothing moved; {gen, sid, 'reload'} when the replica must load everything
 -- (older than the tombstone floor, ahead of the store, or too much changed for one reply);
--- else {gen, sid, 'delta', nodes, pending, pdbs, podgroups} where nodes = {{name, gen, rv, hgetall}...}
--- (an empty hgetall = node gone) and the others are flat {id, record|false, ...}.
+-- else {gen, sid, 'delta', nodes, pending, pdbs, podgroups, namespaces, pvcs, services,
+-- replicationcontrollers, replicasets, statefulsets} where
+-- nodes = {{name, gen, rv, hgetall}...} (an empty hgetall = node gone) and the others are flat
+-- {id, record|false, ...}.
 -- sid is the store id: the reader creates it when missing, so no replica ever takes "no id" as
 -- an identity (two different emptied histories would look alike); a changed id means reload.
 redis.call('SET', K_STOREID, ARGV[4], 'NX')
@@ -36,5 +38,11 @@ end
 local pending = changed(K_PENDING, K_PENDINGZ)
 local pdbs = pending and changed(K_PDB, K_PDBZ)
 local groups = pdbs and changed(K_PODGROUP, K_PODGROUPZ)
-if not groups then return {gen, sid, 'reload'} end
-return {gen, sid, 'delta', nodes, pending, pdbs, groups}
+local namespaces = groups and changed(K_NAMESPACE, K_NAMESPACEZ)
+local pvcs = namespaces and changed(K_PVC, K_PVCZ)
+local services = pvcs and changed(K_SERVICE, K_SERVICEZ)
+local rcs = services and changed(K_RC, K_RCZ)
+local rss = rcs and changed(K_RS, K_RSZ)
+local stss = rss and changed(K_STS, K_STSZ)
+if not stss then return {gen, sid, 'reload'} end
+return {gen, sid, 'delta', nodes, pending, pdbs, groups, namespaces, pvcs, services, rcs, rss, stss}

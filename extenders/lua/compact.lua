@@ -4,7 +4,10 @@
 local upto = tonumber(ARGV[2])
 local floor = tonumber(redis.call('GET', K_FLOOR) or '0')
 if upto <= floor then return floor end
-local zsets = {n = K_NODES, p = K_PENDINGZ, d = K_PDBZ, g = K_PODGROUPZ}
+local zsets = {
+  n = K_NODES, p = K_PENDINGZ, d = K_PDBZ, g = K_PODGROUPZ, s = K_NAMESPACEZ, c = K_PVCZ,
+  v = K_SERVICEZ, o = K_RCZ, e = K_RSZ, t = K_STSZ,
+}
 local tombs = redis.call('ZRANGEBYSCORE', K_TOMBS, '-inf', upto)
 for _, tomb in ipairs(tombs) do
   local zkey = zsets[string.sub(tomb, 1, 1)]

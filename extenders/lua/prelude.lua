@@ -13,6 +13,18 @@ local K_PDB = P .. ':pdb'
 local K_PDBZ = P .. ':pdbz'
 local K_PODGROUP = P .. ':podgroup'
 local K_PODGROUPZ = P .. ':podgroupz'
+local K_NAMESPACE = P .. ':ns'
+local K_NAMESPACEZ = P .. ':nsz'
+local K_PVC = P .. ':pvc'
+local K_PVCZ = P .. ':pvcz'
+local K_SERVICE = P .. ':svc'
+local K_SERVICEZ = P .. ':svcz'
+local K_RC = P .. ':rc'
+local K_RCZ = P .. ':rcz'
+local K_RS = P .. ':rs'
+local K_RSZ = P .. ':rsz'
+local K_STS = P .. ':sts'
+local K_STSZ = P .. ':stsz'
 local K_ASSUMED = P .. ':assumed'
 local K_TOMBS = P .. ':tombs'
 local K_FLOOR = P .. ':floor'
@@ -59,7 +71,8 @@ local function finish()
   return tonumber(redis.call('GET', K_GEN) or '0')
 end
 
--- A keyed record (pending pod, PDB, PodGroup) with its own generation zset.
+-- A keyed record (pending pod, PDB, PodGroup, Namespace, PVC, Service, ReplicationController,
+-- ReplicaSet, StatefulSet) with its own generation zset.
 local function put_item(hkey, zkey, tag, id, payload)
   if redis.call('HGET', hkey, id) == payload then return false end
   redis.call('HSET', hkey, id, payload)

@@ -82,6 +82,8 @@ class FilterPlugin(Protocol[S]):
     And one optional attribute, ``node_families``: the ``NodeFamily`` parts of the node ``check``
     reads, for a filter whose verdict depends on nothing else (the pod's fields aside) and whose
     ``prepare`` reads only the pod. Only such filters' verdicts are cached per equivalence class.
+    Such a filter whose verdict for some pods also depends on other nodes has a ``cacheable(state)
+    -> bool`` hook, False for those pods' states: their calls then bypass the cache.
     """
 
     def prepare(self, pod: PodInfo, snapshot: Snapshot) -> S:
@@ -144,11 +146,13 @@ class Filter:
     check: Callable[[PodInfo, NodeInfo, Any], Verdict]
     adjust: AdjustFn | None
     node_families: tuple[str, ...] | None = None  # None: reads other nodes, never cached
+    cacheable: Callable[[Any], bool] | None = None  # None: every state of a node-local filter is
 
     @classmethod
     def of(cls, name: str, plugin: FilterPlugin[Any]) -> Filter:
         families = getattr(plugin, "node_families", None)
-        return cls(name, plugin.prepare, plugin.check, getattr(plugin, "adjust", None), families)
+        adjust = getattr(plugin, "adjust", None)
+        return cls(name, plugin.prepare, plugin.check, adjust, families, getattr(plugin, "cacheable", None))
 
 
 @dataclass(slots=True, frozen=True)

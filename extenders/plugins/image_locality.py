@@ -1,9 +1,10 @@
-"""ImageLocality: prefer nodes that already hold the pod's container images.
+"""ImageLocality: prefer nodes that already hold the pod's images.
 
-Each image present on the node adds ``size * (nodes having it / all nodes)``, so an image
-that is everywhere does not pull pods onto one node. The sum is clamped to 23 MiB ..
-1000 MiB per container and scaled to 0..MAX, as kube-scheduler does: small images are
-cheap to pull anyway, and one huge image should not dominate.
+The images are those of the init containers, the containers and the image volumes. Each one
+present on the node adds ``size * (nodes having it / all nodes)``, so an image that is
+everywhere does not pull pods onto one node. The sum is clamped to 23 MiB .. 1000 MiB per
+image and scaled to kube-scheduler's 0..100 in integers, as kube-scheduler does: small images
+are cheap to pull anyway, and one huge image should not dominate.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from extenders.snapshot import Snapshot
 MIB = 1024 * 1024
 MIN_THRESHOLD = 23 * MIB
 MAX_CONTAINER_THRESHOLD = 1000 * MIB
+MAX_NODE_SCORE = 100  # kube-scheduler's framework.MaxNodeScore, in which the score is computed
 
 
 def normalized_image_name(name: str) -> str:
@@ -28,30 +30,36 @@ def normalized_image_name(name: str) -> str:
     return name
 
 
-def image_priority(sum_scores: float, containers: int) -> float:
-    """Clamp the summed image scores and scale them to 0..MAX."""
-    max_threshold = MAX_CONTAINER_THRESHOLD * containers
+def image_priority(sum_scores: int, images: int) -> float:
+    """Clamp the summed image scores, scale them to kube-scheduler's integer 0..100, then to 0..MAX."""
+    max_threshold = MAX_CONTAINER_THRESHOLD * images
     if max_threshold <= MIN_THRESHOLD:
         return 0.0
     clamped = min(max(sum_scores, MIN_THRESHOLD), max_threshold)
-    return MAX_PRIORITY * (clamped - MIN_THRESHOLD) / (max_threshold - MIN_THRESHOLD)
+    score = MAX_NODE_SCORE * (clamped - MIN_THRESHOLD) // (max_threshold - MIN_THRESHOLD)
+    return score * MAX_PRIORITY / MAX_NODE_SCORE
+
+
+def scaled_image_score(size: int, having: int, total: int) -> int:
+    """One image's share: its size scaled by the fraction of nodes holding it, truncated as kube-scheduler does."""
+    return int(size * (having / total))
 
 
 class ImageState:
-    """Per pod: each container's normalised image with its spread over the cluster."""
+    """Per pod: each of its images some node holds, with its scaled score, and how many images it has."""
 
-    __slots__ = ("containers", "images", "sizes")
+    __slots__ = ("holders", "image_count", "images")
 
     def __init__(
         self,
-        images: tuple[tuple[str, float], ...],
-        containers: int,
-        sizes: tuple[dict[str, int], ...] = (),
+        images: tuple[tuple[str, int], ...],
+        image_count: int,
+        holders: tuple[dict[str, int], ...] = (),
     ) -> None:
         self.images = images
-        self.containers = containers
-        # Per image of ``images``: node name -> its size there, for the nodes that hold it.
-        self.sizes = sizes
+        self.image_count = image_count  # of init containers, containers and image volumes: the clamp's scale
+        # Per image of ``images``: the nodes that hold it (node name -> its size there).
+        self.holders = holders
 
 
 def _size_of(image: str) -> Callable[[NodeInfo], int | None]:
@@ -66,25 +74,27 @@ class ImageLocalityScorer:
         names = [normalized_image_name(image) for image in pod.images]
         if not names:
             return ImageState((), 0)
-        summary = summary_of(snapshot, ctx)  # node counts per image, kept across calls
+        summary = summary_of(snapshot, ctx)  # node counts and sizes per image, kept across calls
         total = summary.total
         having = {name: summary.image_nodes(name) for name in set(names)}
-        # Images no node holds cannot score; with none left, score() returns 0 at once.
-        present = tuple((name, having[name] / total) for name in names if having[name])
-        sizes = tuple(summary.column(("image-size", name), _size_of(name)) for name, _spread in present)
-        return ImageState(present, len(names), sizes)
+        # Images no node holds cannot score; with none left, score() returns 0 at once. The size is
+        # kube-scheduler's one per image, not each node's own report of it.
+        present = tuple(
+            (name, scaled_image_score(summary.image_size(name), having[name], total)) for name in names if having[name]
+        )
+        holders = tuple(summary.column(("image-size", name), _size_of(name)) for name, _score in present)
+        return ImageState(present, len(names), holders)
 
     def score(self, pod: PodInfo, node: NodeInfo, state: Any, ctx: ScoringContext) -> float:
         facts = node.node
         if not state.images or facts is None or not facts.images:
             return 0.0
         node_images = facts.images
-        total = 0.0
-        for name, spread in state.images:
-            size = node_images.get(name)
-            if size is not None:
-                total += size * spread
-        return image_priority(total, state.containers)
+        total = 0
+        for name, scaled in state.images:
+            if name in node_images:
+                total += scaled
+        return image_priority(total, state.image_count)
 
     def constant(
         self, pod: PodInfo, snapshot: Snapshot, nodes: list[NodeInfo], state: Any, ctx: ScoringContext
@@ -92,19 +102,19 @@ class ImageLocalityScorer:
         return None if state.images else (0.0, 0.0)  # no image of the pod on any node
 
     def score_all(self, pod: PodInfo, nodes: list[NodeInfo], state: Any, ctx: ScoringContext) -> list[float]:
-        """``score`` for each node: per image, one lookup in the nodes holding it (same summing order)."""
-        images: tuple[tuple[str, float], ...] = state.images
+        """``score`` for each node: per image, one lookup in the nodes holding it."""
+        images: tuple[tuple[str, int], ...] = state.images
         if not images:
             return [0.0] * len(nodes)
         names = [node.name for node in nodes]
-        totals = [0.0] * len(names)
-        for (_image, spread), sizes in zip(images, state.sizes, strict=True):
-            for i, size in enumerate(map(sizes.get, names)):
-                if size is not None:
-                    totals[i] += size * spread
-        containers = state.containers
-        # image_priority(0.0, ...) is 0.0: most nodes hold none of the images.
-        return [image_priority(total, containers) if total else 0.0 for total in totals]
+        totals = [0] * len(names)
+        for (_image, scaled), holders in zip(images, state.holders, strict=True):
+            for i, held in enumerate(map(holders.__contains__, names)):
+                if held:
+                    totals[i] += scaled
+        image_count = state.image_count
+        # image_priority(0, ...) is 0.0: most nodes hold none of the images.
+        return [image_priority(total, image_count) if total else 0.0 for total in totals]
 
     def normalize(self, raw: dict[str, float], state: Any) -> dict[str, float]:
         return clamp(raw)

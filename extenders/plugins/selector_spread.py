@@ -1,23 +1,27 @@
-"""SelectorSpread: spread the pods of one controller over nodes and zones (classic priority).
+"""SelectorSpread: spread a pod's group over nodes and zones (the classic priority, no longer in kube-scheduler).
 
-kube-scheduler matched the selectors of the Services/controllers selecting the pod; our
-snapshot holds no Service objects, so "the same group" is: same namespace and the same
-controller owner uid, not terminating. Raw score is that count per node; normalisation
-gives fewer-is-better node and zone scores, blended with the zone weighted 2/3 when the
-candidates carry zone labels (pods are looked up in ``NodeInfo.pods_by_owner``, not
-scanned). A pod with topology spread constraints is left to
-PodTopologySpread (0 everywhere here); a pod without an owner scores MAX everywhere.
+As kube-scheduler's former plug-in: the group is the live (not terminating) pods of the pod's
+namespace that its default selector picks (its Services' and its controller's selectors,
+``extenders.plugins.helper.default_selector``), counted per candidate node through the label index.
+Normalisation gives fewer-is-better node scores and, when some candidate carries a zone (region and
+zone labels, the beta ones first as ``GetZoneKey`` reads them), zone scores from the candidates'
+counts summed per zone, blended with the zone weighted 2/3 on the candidates that have one. A pod
+with topology spread constraints is left to PodTopologySpread (0 everywhere here); a pod with an
+empty default selector (no Service or known controller selects it) scores MAX everywhere.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from extenders.model import NodeInfo, PodInfo
 from extenders.plugins.framework import MAX_PRIORITY, ConstantScore, ScoringContext
+from extenders.plugins.helper.default_selector import default_query
 from extenders.plugins.helper.normalize import constant
 from extenders.snapshot import Snapshot
+from extenders.snapshot.pod_query import PodQuery
 
 ZONE_WEIGHTING = 2.0 / 3.0
 ZONE_LABEL = "topology.kubernetes.io/zone"
@@ -26,10 +30,11 @@ _BETA_ZONE_LABEL = "failure-domain.beta.kubernetes.io/zone"
 _BETA_REGION_LABEL = "failure-domain.beta.kubernetes.io/region"
 
 
-def zone_key(labels: dict[str, str]) -> str:
-    """The node's failure zone (region and zone, GA labels before beta); '' when unlabelled."""
-    region = labels.get(REGION_LABEL) or labels.get(_BETA_REGION_LABEL) or ""
-    zone = labels.get(ZONE_LABEL) or labels.get(_BETA_ZONE_LABEL) or ""
+def zone_key(labels: Mapping[str, str]) -> str:
+    """The node's failure zone as ``GetZoneKey`` builds it (region and zone, each from its beta
+    label when the node has that label, else from the GA one); '' when neither is set."""
+    zone = labels[_BETA_ZONE_LABEL] if _BETA_ZONE_LABEL in labels else labels.get(ZONE_LABEL, "")
+    region = labels[_BETA_REGION_LABEL] if _BETA_REGION_LABEL in labels else labels.get(REGION_LABEL, "")
     if not region and not zone:
         return ""
     return f"{region}:\x00:{zone}"
@@ -37,9 +42,8 @@ def zone_key(labels: dict[str, str]) -> str:
 
 @dataclass(slots=True, frozen=True)
 class SpreadState:
-    namespace: str
-    owner_uid: str  # '' when the pod has no controller: nothing to spread against
-    zones: dict[str, str]  # candidate node name -> zone key ('' = none)
+    query: PodQuery | None  # the default selector over the pod's namespace; None: it is empty
+    zones: dict[str, str]  # candidate node name -> zone key ('' = none); empty without a query
 
 
 class SelectorSpreadScorer:
@@ -48,24 +52,31 @@ class SelectorSpreadScorer:
     ) -> SpreadState | None:
         if pod.topology_spread:
             return None
+        query = default_query(pod, snapshot)
+        if query is None:
+            return SpreadState(None, {})
         zones = {info.name: zone_key(info.node.labels) if info.node else "" for info in nodes}
-        owner_uid = pod.owner.uid if pod.owner is not None else ""
-        return SpreadState(pod.namespace, owner_uid, zones)
+        return SpreadState(query, zones)
 
     def score(self, pod: PodInfo, node: NodeInfo, state: Any, ctx: ScoringContext) -> float:
-        if state is None or not state.owner_uid:
+        if state is None or state.query is None:
             return 0.0
-        namespace = state.namespace
-        count = 0
-        for other in node.pods_by_owner.get(state.owner_uid, ()):
-            if other.namespace == namespace and other.deletion_timestamp is None:
-                count += 1
-        return float(count)
+        return float(state.query.count(node, live_only=True))
+
+    def score_all(self, pod: PodInfo, nodes: list[NodeInfo], state: Any, ctx: ScoringContext) -> list[float]:
+        if state is None or state.query is None:
+            return [0.0] * len(nodes)
+        count = state.query.count
+        return [float(count(node, live_only=True)) for node in nodes]
 
     def constant(
         self, pod: PodInfo, snapshot: Snapshot, nodes: list[NodeInfo], state: Any, ctx: ScoringContext
     ) -> ConstantScore | None:
-        return (0.0, 0.0) if state is None else None  # left to PodTopologySpread
+        if state is None:
+            return (0.0, 0.0)  # left to PodTopologySpread
+        if state.query is None:
+            return (0.0, float(MAX_PRIORITY))  # nothing to spread against: every count is 0
+        return None
 
     def normalize(self, raw: dict[str, float], state: Any) -> dict[str, float]:
         if state is None:

@@ -6,10 +6,56 @@ engine only ever reads it. ``generation`` is the cluster generation it reflects.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from extenders.model import NodeInfo, PDBInfo, PodGroupInfo, PodInfo
+from extenders.model import (
+    ControllerInfo,
+    NamespaceInfo,
+    NodeInfo,
+    PDBInfo,
+    PodGroupInfo,
+    PodInfo,
+    PVCInfo,
+    ServiceInfo,
+)
 from extenders.snapshot.summary import ClusterSummary, summarise
+
+# Unbound pods by the node a preemption nominated them to (``status.nominatedNodeName``).
+NominatedPods = Mapping[str, tuple[PodInfo, ...]]
+
+
+def _nomination(pod: PodInfo | None) -> str:
+    return pod.nominated_node_name if pod is not None and not pod.node_name else ""
+
+
+def index_nominated(pending: Iterable[PodInfo]) -> dict[str, tuple[PodInfo, ...]]:
+    by_node: dict[str, list[PodInfo]] = {}
+    for pod in pending:
+        node = _nomination(pod)
+        if node:
+            by_node.setdefault(node, []).append(pod)
+    return {name: tuple(pods) for name, pods in by_node.items()}
+
+
+def patch_nominated(
+    index: NominatedPods, before: Mapping[str, PodInfo], after: Mapping[str, PodInfo], changed: Iterable[str]
+) -> NominatedPods:
+    """``index`` (of ``before``) brought up to ``after`` by looking only at the ``changed`` pending uids."""
+    out: dict[str, list[PodInfo]] | None = None
+    for uid in changed:
+        old, new = _nomination(before.get(uid)), _nomination(after.get(uid))
+        if not old and not new:
+            continue
+        if out is None:
+            out = {name: list(pods) for name, pods in index.items()}
+        if old:
+            out[old] = [p for p in out.get(old, ()) if p.uid != uid]
+        if new:
+            out.setdefault(new, []).append(after[uid])
+    if out is None:
+        return index
+    return {name: tuple(pods) for name, pods in out.items() if pods}
 
 
 @dataclass(slots=True)
@@ -26,6 +72,18 @@ class Snapshot:
     # summary is kept, never a snapshot, so snapshots never chain each other alive.
     summary_seed: ClusterSummary | None = field(default=None, repr=False, compare=False)
     _summary: ClusterSummary | None = field(default=None, init=False, repr=False, compare=False)
+    # By name. Empty when Namespaces are not watched (a cluster always has some): see
+    # extenders.plugins.inter_pod_affinity.terms for what namespaceSelectors match then.
+    namespaces: dict[str, NamespaceInfo] = field(default_factory=dict)
+    pvcs: dict[str, PVCInfo] = field(default_factory=dict)  # PersistentVolumeClaims by namespace/name
+    # By namespace/name, only their selectors: what the spreading scorers' default selector is made
+    # of (extenders.plugins.helper.default_selector). Empty when not watched (RBAC).
+    services: dict[str, ServiceInfo] = field(default_factory=dict)
+    replication_controllers: dict[str, ControllerInfo] = field(default_factory=dict)
+    replica_sets: dict[str, ControllerInfo] = field(default_factory=dict)
+    stateful_sets: dict[str, ControllerInfo] = field(default_factory=dict)
+    # The nominated-pod index of ``pending``, when known (the replica cache patches it forward).
+    nominated_seed: NominatedPods | None = field(default=None, repr=False, compare=False)
 
     def summary(self) -> ClusterSummary:
         """The node table's summary (see extenders.snapshot.summary), the one way to reach it.
@@ -40,6 +98,19 @@ class Snapshot:
         self._summary = current
         self.summary_seed = None
         return current
+
+    def nominated(self) -> NominatedPods:
+        """Pending pods by their nominated node, which kube-scheduler's filter counts as already there.
+
+        A sealed snapshot indexes its table once (most often handed the index by the replica
+        cache, which patches the previous one); an unsealed one scans on every call.
+        """
+        if self.nominated_seed is not None and self.sealed:
+            return self.nominated_seed
+        index = index_nominated(self.pending.values())
+        if self.sealed:
+            self.nominated_seed = index
+        return index
 
     def seed(self) -> ClusterSummary | None:
         """What the next snapshot derives its summary from: this one's, or the one it would derive from."""

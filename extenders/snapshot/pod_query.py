@@ -6,8 +6,9 @@ expression, a ``matchLabelKeys`` key) can only match pods carrying one of a few
 (namespace, key, value) labels, so a query reads those index buckets and tests only the
 pods in them against the full selector; a node holding none of them costs one dict
 lookup. A selector without an equality requirement (only ``Exists``/``NotIn``/
-``DoesNotExist``, or ``{}``), or a term whose namespaces are given by a selector, falls
-back to scanning the node's pods with the full test. Queries return matching pods
+``DoesNotExist``, or ``{}``), or a term whose namespaces are open-ended (a namespaceSelector
+not resolved to names, ``{}``, or more names than ``MAX_INDEXED_NAMESPACES``), falls back to
+scanning the node's pods with the full test. Queries return matching pods
 including terminating ones and the incoming pod itself: callers apply their own rules.
 """
 
@@ -18,6 +19,10 @@ from typing import Any
 
 from extenders.labels import AffinityTerm
 from extenders.model import LabelKey, NodeInfo, PodInfo, label_key
+
+# More namespaces than this and a term's query scans instead: each namespace is a set of index
+# keys, and the first use of a key walks every node (see ClusterSummary.names_with_label).
+MAX_INDEXED_NAMESPACES = 64
 
 # (namespace, labels) -> whether a pod there with those labels is selected.
 PodMatch = Callable[[str, Mapping[str, str]], bool]
@@ -181,4 +186,6 @@ def term_query(term: AffinityTerm, raw: Mapping[str, Any]) -> PodQuery:
     if selector is None:  # selects nothing
         return PodQuery(term.matches, (), ())
     namespaces = None if term.namespace_selector is not None else term.namespaces
+    if namespaces is not None and len(namespaces) > MAX_INDEXED_NAMESPACES:
+        namespaces = None
     return PodQuery(term.matches, namespaces, selector_equalities(selector), is_single_equality(selector))

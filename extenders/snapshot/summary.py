@@ -1,8 +1,8 @@
 """Snapshot-wide facts that per-pod prepare steps would otherwise walk every node for.
 
 Which nodes hold pods with (anti-)affinity terms, which hold a pod with a given indexed
-label, how many nodes hold an image: kube-scheduler keeps such lists in its snapshot. On
-5000 nodes every such walk costs a millisecond or more (each node is a few cold objects),
+label, how many nodes hold an image and its size: kube-scheduler keeps such lists in its
+snapshot. On 5000 nodes every such walk costs a millisecond or more (each node is a few cold objects),
 so a summary is kept per node table and reused by every call that sees the same table.
 Each snapshot owns its summary (``Snapshot.summary``); the next snapshot, which shares the
 unchanged NodeInfo objects (as ``SnapshotCache`` builds it), gets it patched for the nodes
@@ -13,7 +13,9 @@ Reuse is always checked: the node table is compared by NodeInfo identity, each
 NodeInfo's ``version`` (bumped by add_pod/remove_pod) and its NodeFacts object, so a table
 changed in place is noticed. NodeFacts are treated as values (replaced, never edited):
 image counts read them. Aggregates hold node *names*; callers map them back through the
-snapshot, so patching never has to touch entries of unchanged nodes.
+snapshot, so patching never has to touch entries of unchanged nodes. Values plug-ins make from
+a column or from another of the snapshot's tables (``derived``) are kept here too, rather than in
+module globals that two snapshots in use at once would keep overwriting.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ _VERSION = attrgetter("version")
 _FACTS = attrgetter("node")
 _IMAGES = attrgetter("images")
 _MAX_KEYS = 1024  # cached label keys / images per summary before starting over
+_DERIVED_SOURCES = 2  # sources kept per key of ``ClusterSummary.derived``
 _PATCH_LIMIT = 256  # more changed nodes than this: summarise from scratch (lazily) instead
 
 
@@ -46,7 +49,18 @@ def _has_affinity(info: NodeInfo) -> bool:
 class ClusterSummary:
     """Aggregates over one node table; immutable once shared except for lazy fills."""
 
-    __slots__ = ("_columns", "_images", "_labels", "_sets", "facts", "infos", "total", "versions")
+    __slots__ = (
+        "_columns",
+        "_derived",
+        "_image_sizes",
+        "_images",
+        "_labels",
+        "_sets",
+        "facts",
+        "infos",
+        "total",
+        "versions",
+    )
 
     def __init__(self, infos: list[NodeInfo], versions: list[int], facts: list[NodeFacts | None]) -> None:
         self.infos = infos
@@ -55,8 +69,11 @@ class ClusterSummary:
         self.total = sum(map(is_not, facts, repeat(None)))  # nodes with a node object
         self._labels: dict[LabelKey, frozenset[str]] = {}
         self._images: dict[str, int] = {}
+        self._image_sizes: dict[str, tuple[str, int]] = {}  # image -> (first holder by name, its size)
         self._sets: dict[Hashable, tuple[NodeTest, frozenset[str]]] = {}  # see names_where
         self._columns: dict[Hashable, tuple[NodeValue, dict[str, Any]]] = {}  # see column
+        # See derived: key -> ((source, value), ...), the most recently built first.
+        self._derived: dict[Hashable, tuple[tuple[object, Any], ...]] = {}
 
     def same_table(self, infos: list[NodeInfo], versions: list[int], facts: list[NodeFacts | None]) -> bool:
         # Identity only: ``==`` on lists of dataclasses would compare them field by field.
@@ -120,6 +137,27 @@ class ClusterSummary:
         found: dict[str, T] = entry[1]
         return found
 
+    def derived(self, key: Hashable, source: object, build: Callable[[], T]) -> T:
+        """``build()``, a value made from ``source`` alone, kept under ``key`` while ``source`` is the
+        same object: a column of this summary, or another table of the snapshot (which the replica
+        cache keeps while it is unchanged).
+
+        Summaries derived from this one start with its values, each checked against its source
+        again, so a value outlives node changes that leave its source alone. The last two sources
+        are kept per key: two snapshots in use at once (explain or preempt on an older one) may
+        share this summary yet hold different tables.
+        """
+        entries = self._derived.get(key, ())
+        for held, value in entries:
+            if held is source:
+                found: T = value
+                return found
+        built = build()
+        if len(self._derived) >= _MAX_KEYS:
+            self._derived.clear()
+        self._derived[key] = ((source, built), *entries[: _DERIVED_SOURCES - 1])
+        return built
+
     def image_nodes(self, image: str) -> int:
         """How many nodes report ``image`` (a normalised name) among their images."""
         found = self._images.get(image)
@@ -128,10 +166,30 @@ class ClusterSummary:
             _store(self._images, image, found)
         return found
 
+    def image_size(self, image: str) -> int:
+        """The size kube-scheduler's image state gives ``image``, on every node that holds it (0 if none).
+
+        kube-scheduler keeps one size per image name: the one reported by the first node to list
+        that name, until no node lists it any more. Which node came first depends on event
+        history; taken here as the first by name, the order a freshly started kube-scheduler
+        lists nodes in.
+        """
+        found = self._image_sizes.get(image)
+        if found is None:
+            first, kept = "", 0
+            for facts in filter(None, self.facts):
+                size = facts.images.get(image)
+                if size is not None and (not first or facts.name < first):
+                    first, kept = facts.name, size
+            found = (first, kept)
+            _store(self._image_sizes, image, found)
+        return found[1]
+
     # ------------------------------------------------------------ derivation
     def derive(self, infos: list[NodeInfo], versions: list[int], facts: list[NodeFacts | None]) -> ClusterSummary:
         """The summary of a table that may differ from this one in a few nodes."""
         fresh = ClusterSummary(infos, versions, facts)
+        fresh._derived = dict(list(self._derived.items()))  # each checked against its source on use
         old_infos = self.infos
         if len(infos) != len(old_infos):
             return fresh
@@ -156,6 +214,7 @@ class ClusterSummary:
                 has = new_facts is not None and image in new_facts.images
                 images[image] += has - had
         fresh._images = images
+        fresh._image_sizes = _patch_sizes(dict(list(self._image_sizes.items())), pairs)
         return fresh
 
 
@@ -167,6 +226,34 @@ def _store(cache: dict[str, T], key: str, value: T) -> None:
     if len(cache) >= _MAX_KEYS:
         cache.clear()
     cache[key] = value
+
+
+def _patch_sizes(
+    sizes: dict[str, tuple[str, int]], pairs: Iterable[tuple[NodeInfo, NodeFacts | None, NodeFacts | None]]
+) -> dict[str, tuple[str, int]]:
+    """``sizes`` (a copy) as of the changed nodes' new facts: only a node at or before an image's
+    first holder by name can change the size kept, so only such a node's facts are read, and an
+    image whose first holder dropped it is left out (recomputed lazily)."""
+    for new, old_facts, new_facts in pairs:
+        if new_facts is old_facts:  # only its pods changed
+            continue
+        name = new.name
+        before = old_facts.images if old_facts is not None else {}
+        after = new_facts.images if new_facts is not None else {}
+        for image in before.keys() | after.keys():
+            entry = sizes.get(image)
+            if entry is None:
+                continue
+            first = entry[0]
+            listed = after.get(image)
+            if name == first:
+                if listed is None:
+                    del sizes[image]
+                else:
+                    sizes[image] = (name, listed)
+            elif listed is not None and (not first or name < first):
+                sizes[image] = (name, listed)
+    return sizes
 
 
 def _label_test(key: LabelKey) -> Callable[[NodeInfo], bool]:

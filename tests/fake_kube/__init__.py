@@ -5,10 +5,16 @@ Start: ``python -m tests.fake_kube --port N [--token T] [--no-podgroups] [--book
 (tests/plugins/fake_kube.py; ``FakeKube(..., tls=FakeKubeTLS.create(...))`` for https).
 
 Covered, with the real API's JSON wire formats:
-- core/v1 nodes (cluster-scoped) and pods (namespaced, also listed/watched across namespaces at
-  /api/v1/pods), policy/v1 poddisruptionbudgets, and the PodGroup CRD scheduling.x-k8s.io/v1alpha1
-  podgroups (off with --no-podgroups or POST /_fake/podgroups {"enabled": false}: its URLs and its
-  discovery document then answer 404 like a cluster without the CRD).
+- core/v1 nodes and namespaces (cluster-scoped; a namespace is labelled kubernetes.io/metadata.name
+  with its name on every write and created Active), pods and persistentvolumeclaims (namespaced, also
+  listed/watched across namespaces at /api/v1/pods and /api/v1/persistentvolumeclaims; claims are
+  created Pending and never bound), services and replicationcontrollers (namespaced, listed/watched
+  across namespaces too), apps/v1 replicasets and statefulsets (likewise), all stored as written (no
+  cluster IPs, no controllers: nothing creates their pods), policy/v1 poddisruptionbudgets, and the
+  PodGroup CRD
+  scheduling.x-k8s.io/v1alpha1 podgroups (off with --no-podgroups or POST /_fake/podgroups
+  {"enabled": false}: its URLs and its discovery document then answer 404 like a cluster without
+  the CRD).
 - GET, LIST (labelSelector incl. set-based, fieldSelector with each resource's supported field labels
   -- e.g. spec.nodeName, status.phase for pods -- else 400; limit/continue over a consistent snapshot,
   410 once compacted; resourceVersion ahead of the server: 504 "Too large resource version"),
@@ -21,7 +27,8 @@ Covered, with the real API's JSON wire formats:
   status of pods (to phase Pending), PDBs (zero counts) and podgroups (none); nodes keep theirs.
   A no-op write makes no new revision and no event. Pod updates may not change spec fields other
   than images, activeDeadlineSeconds, tolerations and schedulingGates (422, so nodeName changes only
-  through the binding). generation is kept for PDBs and podgroups.
+  through the binding). generation is kept for PDBs, podgroups, replicationcontrollers, replicasets
+  and statefulsets.
 - pods/binding with the real checks in the real order: 400 name mismatch, 404 missing pod, 409 UID /
   resourceVersion precondition, 409 pod being deleted, 409 already assigned (even to the same node);
   the node is not looked up. Success: spec.nodeName, binding annotations, PodScheduled=True, 201 Status.
@@ -43,7 +50,10 @@ Covered, with the real API's JSON wire formats:
   POST latency {"seconds"}, POST/DELETE faults {"code", "count" (null = forever), "match"}, POST
   podgroups {"enabled"}.
 
-Not covered (on purpose): other resources and namespaces as objects (any namespace name is accepted),
+Not covered (on purpose): other resources; Services' IP allocation and endpoints, workload
+controllers (no pods are created for a ReplicaSet); namespaces' lifecycle (any namespace name is accepted for
+namespaced objects whether or not a Namespace exists, deleting one deletes nothing in it, no finalize
+or status subresource),
 admission plugins beyond the defaults above (no priority-class resolution, quota, limit ranges),
 field validation and full defaulting, QoS class, managedFields and server-side apply, JSON patch,
 finalizers, deletecollection, resourceVersionMatch=Exact and list at an old resourceVersion (lists are

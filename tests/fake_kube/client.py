@@ -213,6 +213,60 @@ def make_podgroup(
     }
 
 
+def make_namespace(name: str, labels: dict[str, str] | None = None) -> Json:
+    """A v1.Namespace (the server adds its kubernetes.io/metadata.name label)."""
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": dict(labels or {})}}
+
+
+def make_pvc(name: str, namespace: str = "default", access_modes: list[str] | None = None) -> Json:
+    """A v1.PersistentVolumeClaim asking for 1Gi with ``access_modes`` (ReadWriteOnce by default)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "accessModes": list(access_modes or ["ReadWriteOnce"]),
+            "resources": {"requests": {"storage": "1Gi"}},
+        },
+    }
+
+
+def make_service(name: str, namespace: str = "default", selector: dict[str, str] | None = None) -> Json:
+    """A ClusterIP v1.Service on port 80 selecting ``selector`` (none: a Service without a selector)."""
+    spec: Json = {"ports": [{"port": 80, "protocol": "TCP"}]}
+    if selector is not None:
+        spec["selector"] = dict(selector)
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": namespace}, "spec": spec}
+
+
+def _template(labels: dict[str, str]) -> Json:
+    return {"metadata": {"labels": dict(labels)}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+
+
+def make_workload(
+    kind: str, name: str, namespace: str = "default", selector: Json | None = None, replicas: int = 1
+) -> Json:
+    """A ReplicationController (``selector`` a label map), ReplicaSet or StatefulSet (a LabelSelector)
+    with a pod template carrying the selector's labels."""
+    if kind == "ReplicationController":
+        labels = dict(selector or {})
+        return {
+            "apiVersion": "v1",
+            "kind": kind,
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"replicas": replicas, "selector": labels, "template": _template(labels)},
+        }
+    label_selector = selector if selector is not None else {"matchLabels": {"app": name}}
+    spec: Json = {
+        "replicas": replicas,
+        "selector": label_selector,
+        "template": _template(label_selector.get("matchLabels") or {}),
+    }
+    if kind == "StatefulSet":
+        spec["serviceName"] = name
+    return {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name, "namespace": namespace}, "spec": spec}
+
+
 # -- client ---------------------------------------------------------------------------------------
 
 

@@ -50,5 +50,24 @@ PODS = ResourceType(
 )
 PDBS = ResourceType("poddisruptionbudgets", "policy", "v1", "PodDisruptionBudget", True, True, _META, True)
 PODGROUPS = ResourceType("podgroups", "scheduling.x-k8s.io", "v1alpha1", "PodGroup", True, False, _META, True)
+NAMESPACES = ResourceType("namespaces", "", "v1", "Namespace", False, True, _META | {"status.phase"})
+PVCS = ResourceType("persistentvolumeclaims", "", "v1", "PersistentVolumeClaim", True, True, _META)
+SERVICES = ResourceType("services", "", "v1", "Service", True, True, _META)
+REPLICATION_CONTROLLERS = ResourceType(
+    "replicationcontrollers", "", "v1", "ReplicationController", True, True, _META | {"status.replicas"}, True
+)
+REPLICA_SETS = ResourceType("replicasets", "apps", "v1", "ReplicaSet", True, True, _META | {"status.replicas"}, True)
+STATEFUL_SETS = ResourceType("statefulsets", "apps", "v1", "StatefulSet", True, True, _META, True)
 
-ALL: tuple[ResourceType, ...] = (NODES, PODS, PDBS, PODGROUPS)
+ALL: tuple[ResourceType, ...] = (
+    NODES,
+    PODS,
+    PDBS,
+    PODGROUPS,
+    NAMESPACES,
+    PVCS,
+    SERVICES,
+    REPLICATION_CONTROLLERS,
+    REPLICA_SETS,
+    STATEFUL_SETS,
+)

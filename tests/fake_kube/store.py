@@ -18,10 +18,11 @@ from typing import Any
 
 from . import errors
 from .errors import ApiError, Json
-from .resources import ALL, PDBS, PODGROUPS, PODS, ResourceType
+from .resources import ALL, NAMESPACES, PDBS, PODGROUPS, PODS, PVCS, ResourceType
 from .selectors import Matcher
 
 Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped objects
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 
 def now_rfc3339(offset_seconds: float = 0) -> str:
@@ -122,6 +123,12 @@ _POD_DEFAULT_TOLERATIONS = (
         "tolerationSeconds": 300,
     },
 )
+
+
+def _label_namespace(namespace: Json) -> None:
+    """The API server keeps every namespace labelled with its own name (namespaceSelectors rely on it)."""
+    meta = namespace["metadata"]
+    meta["labels"] = {**(meta.get("labels") or {}), NAMESPACE_NAME_LABEL: meta["name"]}
 
 
 def _default_pod(pod: Json) -> None:
@@ -302,6 +309,11 @@ class Store:
             }
         elif rtype is PODGROUPS:
             obj.pop("status", None)  # the CRD has a status subresource: status is not set on create
+        elif rtype is NAMESPACES:
+            _label_namespace(obj)
+            obj["status"] = {"phase": "Active"}
+        elif rtype is PVCS:
+            obj["status"] = {"phase": "Pending"}  # no volume binding here
         return self._commit(rtype, "ADDED", obj, None)
 
     def _write(self, rtype: ResourceType, old: Json, new: Json, subresource: str | None) -> Json:
@@ -361,6 +373,8 @@ class Store:
                 )
             if rtype.has_generation and obj.get("spec") != old.get("spec"):
                 meta["generation"] = int(old["metadata"].get("generation", 1)) + 1
+            if rtype is NAMESPACES:
+                _label_namespace(obj)
         obj["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
         if obj == old:  # a no-op write: no new revision, no event, like etcd3's GuaranteedUpdate
             return old

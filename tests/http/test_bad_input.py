@@ -120,6 +120,7 @@ HOSTILE = {
     "volume-source-string": _pod({"volumes": [{"name": "v", "gcePersistentDisk": "disk"}]}),
     "image-number": _pod({"containers": [{"name": "c", "image": 5}]}),
     "owner-references-dict": {"metadata": {"name": "p", "ownerReferences": {"kind": "x"}}},
+    "owner-api-version-number": {"metadata": {"name": "p", "ownerReferences": [{"apiVersion": 1, "kind": "x"}]}},
 }
 
 

@@ -16,7 +16,16 @@ from extenders.kube.config import build_http_client
 from extenders.snapshot import Snapshot
 from extenders.store import Store
 from extenders.watcher import Watcher
-from tests.fake_kube.client import make_node, make_pdb, make_pod, make_podgroup
+from tests.fake_kube.client import (
+    make_namespace,
+    make_node,
+    make_pdb,
+    make_pod,
+    make_podgroup,
+    make_pvc,
+    make_service,
+    make_workload,
+)
 from tests.plugins.fake_kube import FakeKube, StartFakeKube
 from tests.waiting import eventually
 
@@ -136,6 +145,101 @@ async def test_list_then_watch_converges(fake_kube: FakeKube, feed: Feed) -> Non
     assert snap.pdbs == {} and snap.nodes["node-5"].allocatable["cpu"] == 2000
     # no relist was needed: one list, one watch (the fake's list count also has this test's own lists)
     assert watcher.stats.of("pods").lists == 1 and fake_kube.requests("watch", "pods") == 1
+
+
+async def test_namespaces_and_claims_are_listed_then_watched(fake_kube: FakeKube, feed: Feed) -> None:
+    fake_kube.client.create(make_node("n1"))
+    fake_kube.client.create(make_namespace("team-a", {"team": "a"}))
+    fake_kube.client.create(make_pvc("solo", "team-a", ["ReadWriteOncePod"]))
+    fake_kube.client.create(make_pvc("shared", "team-a", ["ReadWriteMany"]))
+    cache = SnapshotCache(feed.store)
+    watcher = await feed.start()
+    await eventually(feed.store.synced)
+    snap = await cache.refresh()
+    assert snap.namespaces["team-a"].labels == {"team": "a", "kubernetes.io/metadata.name": "team-a"}
+    assert {k: v.read_write_once_pod for k, v in snap.pvcs.items()} == {"team-a/solo": True, "team-a/shared": False}
+    assert watcher.stats.of("namespaces").lists == 1 and watcher.stats.of("persistentvolumeclaims").lists == 1
+    fake_kube.wait_for_watches("namespaces")
+    fake_kube.wait_for_watches("persistentvolumeclaims")
+
+    # changes through the watch: relabel, add and delete namespaces and claims
+    fake_kube.client.patch("Namespace", "team-a", {"metadata": {"labels": {"team": "b"}}}, namespace=None)
+    fake_kube.client.create(make_namespace("team-c"))
+    fake_kube.client.create(make_pvc("late", "team-c", ["ReadWriteOnce", "ReadWriteOncePod"]))
+    fake_kube.client.delete("PersistentVolumeClaim", "shared", namespace="team-a")
+
+    async def caught_up() -> Snapshot | None:
+        snap = await cache.refresh()
+        assert snap.namespaces["team-a"].labels["team"] == "b" and "team-c" in snap.namespaces
+        assert {k: v.read_write_once_pod for k, v in snap.pvcs.items()} == {"team-a/solo": True, "team-c/late": True}
+        return snap
+
+    await eventually(caught_up)
+    fake_kube.client.delete("Namespace", "team-c", namespace=None)
+
+    async def team_c_gone() -> bool:
+        return "team-c" not in (await cache.refresh()).namespaces
+
+    await eventually(team_c_gone)
+    assert watcher.stats.of("namespaces").lists == 1  # all through the watch
+
+
+async def test_services_and_controllers_selectors_are_listed_then_watched(fake_kube: FakeKube, feed: Feed) -> None:
+    fake_kube.client.create(make_node("n1"))
+    fake_kube.client.create(make_service("web", "shop", {"app": "web"}))
+    fake_kube.client.create(make_service("headless", "shop"))  # no selector
+    fake_kube.client.create(make_workload("ReplicationController", "old", "shop", {"app": "old"}))
+    fake_kube.client.create(make_workload("ReplicaSet", "web-1", "shop", {"matchLabels": {"app": "web", "h": "1"}}))
+    fake_kube.client.create(make_workload("StatefulSet", "db", "shop"))
+    cache = SnapshotCache(feed.store)
+    watcher = await feed.start()
+    await eventually(feed.store.synced)
+
+    def selectors(snap: Snapshot) -> dict[str, Any]:
+        return {
+            "svc": {k: v.selector for k, v in snap.services.items()},
+            "rc": {k: v.selector for k, v in snap.replication_controllers.items()},
+            "rs": {k: v.selector for k, v in snap.replica_sets.items()},
+            "sts": {k: v.selector for k, v in snap.stateful_sets.items()},
+        }
+
+    async def listed() -> bool:
+        return selectors(await cache.refresh()) == {
+            "svc": {"shop/web": {"app": "web"}, "shop/headless": {}},
+            "rc": {"shop/old": {"app": "old"}},
+            "rs": {"shop/web-1": {"matchLabels": {"app": "web", "h": "1"}}},
+            "sts": {"shop/db": {"matchLabels": {"app": "db"}}},
+        }
+
+    await eventually(listed)
+    for kind in ("services", "replicationcontrollers", "replicasets", "statefulsets"):
+        assert watcher.stats.of(kind).lists == 1
+        fake_kube.wait_for_watches(kind)
+
+    # through the watch: a scale (status and replicas only) rewrites nothing; selectors change, go, arrive
+    before = await feed.store.generation()
+    fake_kube.client.patch("ReplicaSet", "web-1", {"spec": {"replicas": 5}}, namespace="shop")
+    fake_kube.client.patch("Service", "web", {"spec": {"selector": {"app": "web2"}}}, namespace="shop")
+    fake_kube.client.delete("ReplicationController", "old", namespace="shop")
+    fake_kube.client.create(make_workload("ReplicaSet", "web-2", "shop", {"matchLabels": {"app": "web", "h": "2"}}))
+    fake_kube.client.delete("StatefulSet", "db", namespace="shop")
+
+    async def caught_up() -> bool:
+        got = selectors(await cache.refresh())
+        return got == {
+            "svc": {"shop/web": {"app": "web2"}, "shop/headless": {}},
+            "rc": {},
+            "rs": {
+                "shop/web-1": {"matchLabels": {"app": "web", "h": "1"}},
+                "shop/web-2": {"matchLabels": {"app": "web", "h": "2"}},
+            },
+            "sts": {},
+        }
+
+    await eventually(caught_up)
+    # four changes, each its own write at most: the scale of web-1 bumped nothing
+    assert await feed.store.generation() - before <= 4
+    assert watcher.stats.of("replicasets").lists == 1  # all through the watch
 
 
 async def test_410_on_rewatch_relists_and_the_snapshot_is_right_afterwards(fake_kube: FakeKube, feed: Feed) -> None:

@@ -18,7 +18,15 @@ from extenders.kube.client import KubeClient
 from extenders.kube.config import build_http_client
 from extenders.store import Store
 from extenders.watcher import Watcher
-from tests.fake_kube.client import make_node, make_pod, make_podgroup
+from tests.fake_kube.client import (
+    make_namespace,
+    make_node,
+    make_pod,
+    make_podgroup,
+    make_pvc,
+    make_service,
+    make_workload,
+)
 from tests.plugins.fake_kube import FakeKube
 from tests.waiting import eventually
 
@@ -56,7 +64,7 @@ async def test_podgroups_forbidden_by_rbac_still_watches_nodes_and_pods(
     fake_kube.client.create(make_podgroup("gang", min_member=2))
     fake_kube.client.add_fault(403, match="podgroups", count=None, message="podgroups is forbidden")
     caplog.set_level(logging.WARNING, logger="extenders.watcher")
-    watcher, task = await start(kube, store, podgroup_recheck_seconds=0.2)
+    watcher, task = await start(kube, store, optional_recheck_seconds=0.2)
     try:
         await eventually(store.synced)
         snap = await SnapshotCache(store).refresh()
@@ -67,6 +75,75 @@ async def test_podgroups_forbidden_by_rbac_still_watches_nodes_and_pods(
         # RBAC fixed later: the periodic re-check starts the PodGroup watch
         fake_kube.client.clear_faults()
         await eventually(lambda: store.get_podgroup("default", "gang"))
+        assert not task.done()
+    finally:
+        await cancel_and_wait(task)
+
+
+async def test_namespaces_and_claims_forbidden_by_rbac_still_sync_and_are_watched_once_granted(
+    fake_kube: FakeKube, kube: KubeClient, store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake_kube.client.create(make_node("n1"))
+    fake_kube.client.create(make_namespace("team-a", {"team": "a"}))
+    fake_kube.client.create(make_pvc("solo", "team-a", ["ReadWriteOncePod"]))
+    fake_kube.client.add_fault(403, match="/api/v1/namespaces?", count=None, message="namespaces is forbidden")
+    fake_kube.client.add_fault(403, match="/api/v1/persistentvolumeclaims", count=None, message="pvcs is forbidden")
+    caplog.set_level(logging.WARNING, logger="extenders.watcher")
+    watcher, task = await start(kube, store, optional_recheck_seconds=0.2)
+    try:
+        await eventually(store.synced)  # nodes, pods and PDBs are enough to be synced
+        snap = await SnapshotCache(store).refresh()
+        assert snap.nodes["n1"].node is not None and snap.namespaces == {} and snap.pvcs == {}
+        assert "namespaces" not in watcher.stats.resources and "persistentvolumeclaims" not in watcher.stats.resources
+        await asyncio.sleep(0.5)  # a few re-checks, still denied: warned once each
+        messages = [r.getMessage() for r in caplog.records]
+        assert sum("namespaces not readable" in m for m in messages) == 1, messages
+        assert sum("persistentvolumeclaims not readable" in m for m in messages) == 1, messages
+        fake_kube.client.clear_faults()
+        cache = SnapshotCache(store)
+
+        async def granted() -> bool:
+            snap = await cache.refresh()
+            return "team-a" in snap.namespaces and "team-a/solo" in snap.pvcs
+
+        await eventually(granted)
+        assert not task.done()
+    finally:
+        await cancel_and_wait(task)
+
+
+async def test_services_and_replicasets_denied_still_sync_and_are_watched_once_granted(
+    fake_kube: FakeKube, kube: KubeClient, store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake_kube.client.create(make_node("n1"))
+    fake_kube.client.create(make_service("web", "shop", {"app": "web"}))
+    fake_kube.client.create(make_workload("ReplicaSet", "web-1", "shop", {"matchLabels": {"app": "web"}}))
+    fake_kube.client.create(make_workload("StatefulSet", "db", "shop"))
+    fake_kube.client.add_fault(401, match="/api/v1/services", count=None, message="Unauthorized")
+    fake_kube.client.add_fault(403, match="/apis/apps/v1/replicasets", count=None, message="forbidden")
+    caplog.set_level(logging.WARNING, logger="extenders.watcher")
+    watcher, task = await start(kube, store, optional_recheck_seconds=0.2)
+    try:
+        await eventually(store.synced)
+        cache = SnapshotCache(store)
+
+        async def statefulsets_only() -> bool:
+            snap = await cache.refresh()
+            return "shop/db" in snap.stateful_sets and not snap.services and not snap.replica_sets
+
+        await eventually(statefulsets_only)  # the one granted is watched meanwhile
+        assert "services" not in watcher.stats.resources and "replicasets" not in watcher.stats.resources
+        await asyncio.sleep(0.5)
+        messages = [r.getMessage() for r in caplog.records]
+        assert sum("services not readable" in m for m in messages) == 1, messages
+        assert sum("replicasets not readable" in m for m in messages) == 1, messages
+        fake_kube.client.clear_faults()
+
+        async def granted() -> bool:
+            snap = await cache.refresh()
+            return "shop/web" in snap.services and "shop/web-1" in snap.replica_sets
+
+        await eventually(granted)
         assert not task.done()
     finally:
         await cancel_and_wait(task)
@@ -129,9 +206,9 @@ async def test_watches_ending_at_once_back_off(fake_kube: FakeKube, kube: KubeCl
         await eventually(store.synced)
         before = proxy.watches
         await asyncio.sleep(1.5)
-        # 4 resources; a hot loop would make thousands of watch calls, a backoff capped at
+        # 10 resources; a hot loop would make thousands of watch calls, a backoff capped at
         # 0.4 s (with jitter, at least 0.2 s) a few per resource
-        assert 4 <= proxy.watches - before <= 4 * 10, proxy.watches - before
+        assert 10 <= proxy.watches - before <= 10 * 10, proxy.watches - before
         assert not task.done()
     finally:
         await cancel_and_wait(task)

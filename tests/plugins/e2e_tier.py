@@ -12,6 +12,12 @@ import pytest
 from devstack.controlplane import find_binaries
 
 _skipped: list[str] = []
+_reported: list[str] = []
+
+
+def report(line: str) -> None:
+    """A line for the end of the run's output (figures a test measured, such as compared verdicts)."""
+    _reported.append(line)
 
 
 def missing_message() -> str | None:
@@ -37,3 +43,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     for line in _skipped:
         terminalreporter.write_line(line, yellow=True)
+    for line in _reported:
+        terminalreporter.write_line(line)

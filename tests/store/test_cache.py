@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
 
 import pytest
 
 from extenders.cache import SnapshotCache
-from extenders.model import NodeFacts, PDBInfo, PodGroupInfo
-from extenders.records import NODE, PDB, PODGROUP
+from extenders.model import ControllerInfo, NamespaceInfo, NodeFacts, PDBInfo, PodGroupInfo, PVCInfo, ServiceInfo
+from extenders.records import CONTROLLER, NAMESPACE, NODE, PDB, PODGROUP, PVC, SERVICE
 from extenders.snapshot import Snapshot
 from extenders.store import Op, Store
 from tests.store.conftest import RoundTrips
@@ -47,6 +48,12 @@ def summary(snap: Snapshot) -> dict[str, object]:
         "pending": sorted(snap.pending),
         "pdbs": {k: PDB.encode(v) for k, v in snap.pdbs.items()},
         "podgroups": {k: PODGROUP.encode(v) for k, v in snap.podgroups.items()},
+        "namespaces": {k: NAMESPACE.encode(v) for k, v in snap.namespaces.items()},
+        "pvcs": {k: PVC.encode(v) for k, v in snap.pvcs.items()},
+        "services": {k: SERVICE.encode(v) for k, v in snap.services.items()},
+        "replication_controllers": {k: CONTROLLER.encode(v) for k, v in snap.replication_controllers.items()},
+        "replica_sets": {k: CONTROLLER.encode(v) for k, v in snap.replica_sets.items()},
+        "stateful_sets": {k: CONTROLLER.encode(v) for k, v in snap.stateful_sets.items()},
         "generation": snap.generation,
     }
 
@@ -128,6 +135,60 @@ async def test_deletions_propagate_through_tombstones(store: Store, epoch: int) 
     assert "u3-0" not in snap.nodes["n3"].pods
     assert snap.pending == {} and snap.pdbs == {} and snap.podgroups == {}
     assert summary(snap) == summary(await fresh(store))
+
+
+async def test_namespaces_and_claims_catch_up_incrementally(counted: tuple[Store, RoundTrips], epoch: int) -> None:
+    store, trips = counted
+    await seed(store, epoch)
+    team = NamespaceInfo("team", {"kubernetes.io/metadata.name": "team", "tier": "gold"})
+    await store.apply(epoch, [Op.namespace(team), Op.pvc(PVCInfo("team", "data", True))])
+    cache = SnapshotCache(store)
+    before = await cache.refresh()
+    assert before.namespaces == {"team": team} and before.pvcs["team/data"].read_write_once_pod
+    await cache.refresh()
+    relabelled = NamespaceInfo("team", {"kubernetes.io/metadata.name": "team", "tier": "silver"})
+    await store.apply(epoch, [Op.namespace(relabelled), Op.pvc(PVCInfo("team", "logs", False))])
+    trips.count = 0
+    after = await cache.refresh()
+    assert trips.count == 1 and cache.stats.deltas == 1 and cache.stats.full_loads == 1
+    assert after.namespaces["team"].labels["tier"] == "silver" and set(after.pvcs) == {"team/data", "team/logs"}
+    assert after.nodes is before.nodes  # nothing else was rebuilt
+    assert before.namespaces["team"].labels["tier"] == "gold"  # the earlier snapshot was not touched
+    await store.apply(epoch, [Op.delete_namespace("team"), Op.delete_pvc("team/data")])
+    gone = await cache.refresh()
+    assert gone.namespaces == {} and set(gone.pvcs) == {"team/logs"}
+    assert gone.pvcs is not after.pvcs and summary(gone) == summary(await fresh(store))
+    # a change to nodes only keeps the Namespace table object (what selector resolution is cached on)
+    await store.apply(epoch, [Op.pod(pod("late", "n1"))])
+    assert (await cache.refresh()).namespaces is gone.namespaces
+
+
+async def test_services_and_controllers_catch_up_incrementally(counted: tuple[Store, RoundTrips], epoch: int) -> None:
+    store, trips = counted
+    await seed(store, epoch)
+    web = ServiceInfo("shop", "web", {"app": "web"})
+    rs = ControllerInfo("shop", "web-1", {"matchLabels": {"app": "web"}})
+    await store.apply(epoch, [Op.service(web), Op.replica_set(rs), Op.stateful_set(ControllerInfo("shop", "db", None))])
+    cache = SnapshotCache(store)
+    before = await cache.refresh()
+    assert before.services == {"shop/web": web} and before.replica_sets == {"shop/web-1": rs}
+    assert before.stateful_sets["shop/db"].selector is None and before.replication_controllers == {}
+    rc = ControllerInfo("shop", "old", {"app": "old"})
+    await store.apply(epoch, [Op.service(ServiceInfo("shop", "web", {"app": "web2"})), Op.replication_controller(rc)])
+    trips.count = 0
+    after = await cache.refresh()
+    assert trips.count == 1 and cache.stats.deltas == 1 and cache.stats.full_loads == 1
+    assert after.services["shop/web"].selector == {"app": "web2"} and after.replication_controllers == {"shop/old": rc}
+    assert after.nodes is before.nodes and after.replica_sets is before.replica_sets  # untouched tables kept
+    assert before.services["shop/web"].selector == {"app": "web"}  # the earlier snapshot was not touched
+    await store.apply(epoch, [Op.delete_replica_set("shop/web-1"), Op.delete_stateful_set("shop/db")])
+    gone = await cache.refresh()
+    assert gone.replica_sets == {} and gone.stateful_sets == {} and gone.services is after.services
+    assert summary(gone) == summary(await fresh(store))
+    # a change to nodes only keeps every selector table object (what the default selector is remembered on)
+    await store.apply(epoch, [Op.pod(pod("late", "n1"))])
+    later = await cache.refresh()
+    assert later.services is gone.services and later.replication_controllers is gone.replication_controllers
 
 
 async def test_assumed_pods_show_in_the_snapshot(store: Store, epoch: int) -> None:
@@ -229,3 +290,18 @@ async def test_random_histories_match_a_fresh_load(store: Store, epoch: int, see
         if rng.random() < 0.7:
             assert summary(await cache.refresh()) == summary(await fresh(store))
     assert cache.stats.deltas > 10
+
+
+async def test_the_nominated_index_is_patched_forward_by_catch_up(store: Store, epoch: int) -> None:
+    await seed(store, epoch)
+    cache = SnapshotCache(store)
+    first = await cache.refresh()
+    assert first.nominated() == {}
+    nominated = dataclasses.replace(pod("preemptor"), nominated_node_name="n2", priority=100)
+    await store.apply(epoch, [Op.pod(nominated)])
+    second = await cache.refresh()
+    assert second.nominated_seed is not None  # handed over by catch-up, not rescanned
+    assert {n: [p.uid for p in ps] for n, ps in second.nominated().items()} == {"n2": ["preemptor"]}
+    await store.apply(epoch, [Op.pod(dataclasses.replace(nominated, node_name="n3"))])  # bound: no longer nominated
+    third = await cache.refresh()
+    assert third.nominated() == {} and third.nominated() == (await fresh(store)).nominated()

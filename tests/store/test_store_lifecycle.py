@@ -184,6 +184,28 @@ async def test_pdbs_and_podgroups(store: Store, epoch: int) -> None:
     assert await store.redis.zscore(store.key("pdbz"), "ns/b") == gen
 
 
+async def test_namespaces_and_pvcs(store: Store, epoch: int) -> None:
+    from extenders.model import NamespaceInfo, PVCInfo
+
+    team = NamespaceInfo("team", {"kubernetes.io/metadata.name": "team", "tier": "gold"})
+    claim = PVCInfo("team", "data", read_write_once_pod=True)
+    gen = await store.apply(epoch, [Op.namespace(team), Op.pvc(claim)])
+    assert await store.redis.zscore(store.key("nsz"), "team") == gen
+    assert await store.redis.zscore(store.key("pvcz"), "team/data") == gen
+    assert await store.hash_keys("ns") == {"team"} and await store.hash_keys("pvc") == {"team/data"}
+    # the same records again change nothing: no generation bump
+    assert await store.apply(epoch, [Op.namespace(team), Op.pvc(claim)]) == gen
+    relabelled = NamespaceInfo("team", {"kubernetes.io/metadata.name": "team", "tier": "silver"})
+    assert await store.apply(epoch, [Op.namespace(relabelled)]) == gen + 1
+    gone = await store.apply(epoch, [Op.delete_namespace("team"), Op.delete_pvc("team/data")])
+    assert await store.hash_keys("ns") == set() and await store.hash_keys("pvc") == set()
+    assert await store.redis.zscore(store.key("tombs"), "s:team") == gone
+    assert await store.redis.zscore(store.key("tombs"), "c:team/data") == gone
+    await store.compact(gone)
+    assert await store.redis.zscore(store.key("nsz"), "team") is None
+    assert await store.redis.zscore(store.key("pvcz"), "team/data") is None
+
+
 async def test_refresh_node_if_newer(store: Store) -> None:
     assert await store.refresh_node_if_newer(node("n1", rv="9"))  # unknown node: stored
     gen = await store.generation()
@@ -204,3 +226,38 @@ async def test_synced_marker(store: Store, epoch: int) -> None:
     assert await store.synced() is None
     await store.mark_synced(epoch, "yes")
     assert await store.synced() == "yes"
+
+
+async def test_services_and_controllers_keep_their_selectors_with_tombstones(store: Store, epoch: int) -> None:
+    from extenders.model import ControllerInfo, ServiceInfo
+
+    service = ServiceInfo("shop", "web", {"app": "web"})
+    rc = ControllerInfo("shop", "old", {"app": "old"})
+    rs = ControllerInfo("shop", "web-1", {"matchLabels": {"app": "web", "pod-template-hash": "1"}})
+    ss = ControllerInfo("shop", "db", {"matchLabels": {"app": "db"}})
+    writes = [Op.service(service), Op.replication_controller(rc), Op.replica_set(rs), Op.stateful_set(ss)]
+    gen = await store.apply(epoch, writes)
+    for table, key in (("svc", "shop/web"), ("rc", "shop/old"), ("rs", "shop/web-1"), ("sts", "shop/db")):
+        assert await store.redis.zscore(store.key(f"{table}z"), key) == gen
+        assert await store.hash_keys(table) == {key}
+    assert await store.apply(epoch, writes) == gen  # the same selectors again: no generation bump
+    assert await store.apply(epoch, [Op.replica_set(ControllerInfo("shop", "web-1", {"matchLabels": {}}))]) == gen + 1
+    deletes = [
+        Op.delete_service("shop/web"),
+        Op.delete_replication_controller("shop/old"),
+        Op.delete_replica_set("shop/web-1"),
+        Op.delete_stateful_set("shop/db"),
+    ]
+    gone = await store.apply(epoch, deletes)
+    for table, tomb, key in (
+        ("svc", "v", "shop/web"),
+        ("rc", "o", "shop/old"),
+        ("rs", "e", "shop/web-1"),
+        ("sts", "t", "shop/db"),
+    ):
+        assert await store.hash_keys(table) == set()
+        assert await store.redis.zscore(store.key("tombs"), f"{tomb}:{key}") == gone
+    await store.compact(gone)
+    for table, key in (("svc", "shop/web"), ("rc", "shop/old"), ("rs", "shop/web-1"), ("sts", "shop/db")):
+        assert await store.redis.zscore(store.key(f"{table}z"), key) is None
+    assert await store.redis.zcard(store.key("tombs")) == 0

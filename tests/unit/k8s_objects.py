@@ -17,7 +17,7 @@ def full_pod() -> dict[str, Any]:
             "deletionTimestamp": "2024-01-02T00:00:00Z",
             "ownerReferences": [
                 {"kind": "Other", "name": "x", "uid": "o-0"},
-                {"kind": "ReplicaSet", "name": "web", "uid": "o-1", "controller": True},
+                {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "o-1", "controller": True},
             ],
         },
         "spec": {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from typing import Any
 
@@ -9,13 +10,15 @@ import pytest
 
 from extenders import engine
 from extenders.convert import pod_info
+from extenders.model import ControllerInfo, PodInfo, ServiceInfo
 from extenders.plugins.framework import ScoringContext
 from extenders.plugins.inter_pod_affinity.scoring import own_queries
 from extenders.plugins.registry import SCORERS
 from extenders.policy import Policy, default_policy, parse_policy
+from extenders.snapshot import Snapshot
 from extenders.snapshot.pod_query import PodQuery
 from tests import reference_scheduler
-from tests.gen_cluster import build_snapshot, candidate_names, gen_cluster, gen_incoming_pod
+from tests.gen_cluster import APPS, TIERS, Cluster, build_snapshot, candidate_names, gen_cluster, gen_incoming_pod
 
 CASES = 300
 
@@ -167,7 +170,8 @@ def _decorate(rng: random.Random, cluster: Any, raw_pod: dict[str, Any]) -> None
         meta, spec = pod["metadata"], pod["spec"]
         if rng.random() < 0.6:
             owner = rng.choice(OWNERS)
-            meta["ownerReferences"] = [{"kind": "ReplicaSet", "name": owner, "uid": f"uid-{owner}", "controller": True}]
+            reference = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": owner, "uid": f"uid-{owner}"}
+            meta["ownerReferences"] = [{**reference, "controller": True}]
         if pod is raw_pod or rng.random() < 0.2:
             affinity = spec.setdefault("affinity", {})
             for kind in ("podAffinity", "podAntiAffinity"):
@@ -208,11 +212,11 @@ def test_index_and_scan_agree_on_every_verdict_and_score(monkeypatch: pytest.Mon
         raw_pod = gen_incoming_pod(rng, cluster)
         _decorate(rng, cluster, raw_pod)
         candidates = candidate_names(rng, cluster)
-        snapshot = build_snapshot(cluster)
+        snapshot = _spread_tables(rng, build_snapshot(cluster))
         pod = pod_info(raw_pod)
         fast = engine.explain(policy, pod, snapshot, candidates)
         fast_scores = engine.prioritize_nodes(policy, pod, snapshot, candidates)
-        indexed_queries += sum(q.indexed for _, _, q in own_queries(pod))
+        indexed_queries += sum(q.indexed for _, _, q in own_queries(pod, snapshot.namespaces))
         with monkeypatch.context() as patch:
             _scan_only(patch)
             slow = engine.explain(policy, pod, snapshot, candidates)
@@ -222,30 +226,118 @@ def test_index_and_scan_agree_on_every_verdict_and_score(monkeypatch: pytest.Mon
     assert indexed_queries > 100
 
 
-def test_selector_spread_counts_by_owner_match_a_scan() -> None:
+def _spread_tables(rng: random.Random, snapshot: Snapshot) -> Snapshot:
+    """Services and ReplicaSets for the default spreading selector: some select nothing, some clash."""
+    services = {}
+    for i in range(rng.randint(0, 4)):
+        selector = rng.choice(({}, {"app": rng.choice(APPS)}, {"tier": rng.choice(TIERS)}, {"app": "a", "tier": "db"}))
+        namespace = rng.choice(("ns1", "ns2"))
+        services[f"{namespace}/svc-{i}"] = ServiceInfo(namespace, f"svc-{i}", selector)
+    replica_sets = {}
+    for owner in OWNERS:
+        if rng.random() < 0.7:
+            for namespace in ("ns1", "ns2"):
+                replica_sets[f"{namespace}/{owner}"] = ControllerInfo(namespace, owner, _selector(rng))
+    return dataclasses.replace(snapshot, services=services, replica_sets=replica_sets)
+
+
+def _default_group(pod: PodInfo, snapshot: Snapshot, other: PodInfo) -> bool:
+    """Whether ``other`` is in ``pod``'s default spreading group, straight from the definition."""
+    merged: dict[str, str] = {}
+    for service in snapshot.services.values():
+        wanted = service.selector
+        if service.namespace == pod.namespace and wanted and all(pod.labels.get(k) == v for k, v in wanted.items()):
+            merged.update(wanted)
+    controller = None
+    owner = pod.owner
+    if owner is not None and owner.controller and (owner.api_version, owner.kind) == ("apps/v1", "ReplicaSet"):
+        controller = snapshot.replica_sets.get(f"{pod.namespace}/{owner.name}")
+    selector = controller.selector if controller is not None else None
+    requirements = bool(selector and (selector.get("matchLabels") or selector.get("matchExpressions")))
+    if not merged and not requirements:
+        return False
+    labels = reference_scheduler.labels_of({"metadata": {"labels": other.labels}})
+    return (
+        other.namespace == pod.namespace
+        and other.deletion_timestamp is None
+        and all(labels.get(k) == v for k, v in merged.items())
+        and (not requirements or reference_scheduler.selector_matches(selector, labels))
+    )
+
+
+def test_selector_spread_counts_match_a_scan_of_the_default_selector() -> None:
     spread = SCORERS["SelectorSpread"]
     ctx = ScoringContext(resource_weights={"cpu": 1})
     checked = 0
-    for seed in range(100):
+    for seed in range(150):
         rng = random.Random(60_000 + seed)
         cluster = gen_cluster(rng)
         raw_pod = gen_incoming_pod(rng, cluster)
         _decorate(rng, cluster, raw_pod)
         raw_pod["spec"].pop("topologySpreadConstraints", None)
-        snapshot = build_snapshot(cluster)
+        snapshot = _spread_tables(rng, build_snapshot(cluster))
         pod = pod_info(raw_pod)
         infos = [i for i in snapshot.nodes.values() if i.node is not None]
         state = spread.prepare(pod, snapshot, infos, ctx)
         for info in infos:
-            want = sum(
-                1
-                for other in info.pods.values()
-                if pod.owner is not None
-                and other.owner is not None
-                and other.owner.uid == pod.owner.uid
-                and other.namespace == pod.namespace
-                and other.deletion_timestamp is None
-            )
+            want = sum(1 for other in info.pods.values() if _default_group(pod, snapshot, other))
             assert spread.score(pod, info, state, ctx) == want, f"seed={seed} node={info.name}"
             checked += want > 0
     assert checked > 30
+
+
+# ------------------------------------------------------------------ sidecars, pod-level resources, resizes
+def _containers_pod(rng: random.Random, name: str, node_name: str = "") -> dict[str, Any]:
+    """A pod whose host ports sit on containers, sidecars or plain init containers, maybe with
+    pod-level requests and a resize in progress: what the random clusters above never hold."""
+    cpu = rng.choice(("500m", "1", "2"))
+    container: dict[str, Any] = {"name": "c", "image": "app", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}
+    spec: dict[str, Any] = {"containers": [container], "initContainers": []}
+    status: dict[str, Any] = {"phase": "Running" if node_name else "Pending"}
+    port = {"containerPort": 80, "hostPort": rng.choice((80, 443)), "protocol": "TCP"}
+    where = rng.choice(("container", "sidecar", "init", "none"))
+    if where == "container":
+        container["ports"] = [port]
+    elif where != "none":
+        init: dict[str, Any] = {"name": "i", "image": "init", "ports": [port]}
+        if where == "sidecar":
+            init["restartPolicy"] = "Always"
+        spec["initContainers"].append(init)
+    if rng.random() < 0.3:
+        spec["resources"] = {"requests": {"cpu": rng.choice(("1", "3")), "memory": rng.choice(("512Mi", "6Gi"))}}
+    if node_name:
+        spec["nodeName"] = node_name
+        if rng.random() < 0.4:
+            allocated = {"cpu": rng.choice(("250m", "3")), "memory": "1Gi"}
+            status["containerStatuses"] = [{"name": "c", "allocatedResources": allocated}]
+    meta = {"name": name, "namespace": "default", "uid": f"uid-{name}"}
+    return {"metadata": meta, "spec": spec, "status": status}
+
+
+def test_ports_pod_level_requests_and_resizes_match_reference(policy: Policy) -> None:
+    names = ["PodFitsResources", "PodFitsHostPorts"]
+    assert set(names) <= set(policy.predicate_names)
+    seen: set[tuple[str, bool]] = set()
+    for seed in range(200):
+        rng = random.Random(80_000 + seed)
+        nodes = [
+            {
+                "metadata": {"name": f"n{i}", "labels": {"kubernetes.io/hostname": f"n{i}"}},
+                "status": {
+                    "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+                    "conditions": [{"type": "Ready", "status": "True"}],
+                },
+            }
+            for i in range(2)
+        ]
+        pods = [_containers_pod(rng, f"p{j}", f"n{rng.randrange(2)}") for j in range(rng.randint(0, 4))]
+        cluster = Cluster(nodes=nodes, pods=pods)
+        raw_pod = _containers_pod(rng, "incoming")
+        explained = engine.explain(policy, pod_info(raw_pod), build_snapshot(cluster), ["n0", "n1"])["nodes"]
+        for node in ("n0", "n1"):
+            expected = reference_scheduler.evaluate(raw_pod, node, nodes, pods, names)
+            for pred in names:
+                have = explained[node]["predicates"][pred]
+                assert (have["fit"], have["reason"]) == expected[pred][:2], f"seed={seed} node={node} {pred}"
+                seen.add((pred, have["fit"]))
+    assert seen == {(pred, fit) for pred in names for fit in (True, False)}

@@ -143,16 +143,26 @@ def test_explain_shape_and_agreement(fixed: tuple[FixedPriority, FixedPriority])
     nodes = out["nodes"]
     assert set(nodes) == {"fits", "tiny", "hdd", "nowhere"}
     assert nodes["fits"]["fit"] is True and nodes["fits"]["score"] == 5
-    assert nodes["fits"]["priorities"] == {"TestA": {"raw": 10, "score": 10}, "TestB": {"raw": 0, "score": 0}}
+    assert nodes["fits"]["priorities"] == {
+        "TestA": {"plugin": "TestA", "raw": 10, "score": 10},
+        "TestB": {"plugin": "TestB", "raw": 0, "score": 0},
+    }
     assert list(nodes["fits"]["predicates"]) == policy.predicate_names
-    assert all(v == {"fit": True, "reason": "", "unresolvable": False} for v in nodes["fits"]["predicates"].values())
+    assert nodes["fits"]["first_failure"] is None
+    assert all(
+        {k: v[k] for k in ("fit", "reason", "unresolvable")} == {"fit": True, "reason": "", "unresolvable": False}
+        for v in nodes["fits"]["predicates"].values()
+    )
     hdd = nodes["hdd"]
     assert hdd["fit"] is False and hdd["priorities"] == {} and hdd["score"] == 0
+    selector = "node(s) didn't match Pod's node affinity/selector"
     assert hdd["predicates"]["MatchNodeSelector"] == {
+        "plugin": "NodeAffinity",
         "fit": False,
-        "reason": "node(s) didn't match Pod's node affinity/selector",
+        "reason": selector,
         "unresolvable": True,
     }
+    assert hdd["first_failure"] == {"predicate": "MatchNodeSelector", "plugin": "NodeAffinity", "reason": selector}
     assert nodes["nowhere"]["fit"] is False
     # Scores over the fitting nodes match prioritize on the same list.
     assert engine.prioritize_nodes(policy, POD, snapshot, ["fits", "tiny"]) == [
@@ -204,11 +214,17 @@ def _loaded_node(name: str, cpu_m: int, avoid: bool = False) -> NodeInfo:
     return info
 
 
-def test_default_policy_ranks_by_load_over_500_nodes() -> None:
+def _with_veto() -> Policy:
+    """The default priorities plus the legacy veto, as classic policy files list it."""
+    priorities = [{"name": n, "weight": w} for n, w in default_policy().priority_weights]
+    return parse_policy({"priorities": [*priorities, {"name": "NodePreferAvoidPods", "weight": 10000}]})
+
+
+def test_the_veto_ranks_by_load_over_500_nodes() -> None:
     """The classic 10000 weight must not flatten every other priority into the rounding."""
     nodes = [_loaded_node(f"n{i}", (i % 40) * 100) for i in range(500)]
     snapshot = make_snapshot(*nodes)
-    scores = dict(engine.prioritize_nodes(default_policy(), _owned_pod(), snapshot, [n.name for n in nodes]))
+    scores = dict(engine.prioritize_nodes(_with_veto(), _owned_pod(), snapshot, [n.name for n in nodes]))
     assert len(set(scores.values())) > 1
     assert scores["n0"] > scores["n39"]  # idle beats busy
     by_load = [scores[f"n{i}"] for i in range(40)]
@@ -221,17 +237,19 @@ def test_avoided_node_ranks_strictly_below_equal_twin() -> None:
         _loaded_node("plain", 0), _loaded_node("avoided", 0, avoid=True), _loaded_node("busy", 3900)
     )
     names = ["plain", "avoided", "busy"]
-    scores = dict(engine.prioritize_nodes(default_policy(), _owned_pod(), snapshot, names))
+    scores = dict(engine.prioritize_nodes(_with_veto(), _owned_pod(), snapshot, names))
     assert scores["avoided"] == 0
     assert scores["plain"] > scores["avoided"] and scores["busy"] > scores["avoided"]
     assert scores["plain"] > scores["busy"]
     # A pod of another controller is not avoided there: twins score the same.
     other = make_pod("other", requests={"cpu": "100m", "memory": "100Mi"})
-    free = dict(engine.prioritize_nodes(default_policy(), other, snapshot, names))
+    free = dict(engine.prioritize_nodes(_with_veto(), other, snapshot, names))
     assert free["avoided"] == free["plain"] >= 1
     # explain reports the veto priority's own score and the same final scores.
-    explained = engine.explain(default_policy(), _owned_pod(), snapshot, names)["nodes"]
+    explained = engine.explain(_with_veto(), _owned_pod(), snapshot, names)["nodes"]
     assert explained["avoided"]["priorities"]["NodePreferAvoidPods"]["score"] == 0
+    veto = explained["avoided"]["priorities"]["NodePreferAvoidPods"]
+    assert veto["plugin"] == "NodePreferAvoidPods (legacy, no longer in kube-scheduler)"
     assert {n: explained[n]["score"] for n in names} == scores
 
 

@@ -59,3 +59,45 @@ def test_mutated_pods_are_refused_or_evaluated(block: int) -> None:
         evaluated += 1
     # Both outcomes must occur, or the mutations test nothing.
     assert evaluated > 10 and refused > 10
+
+
+@pytest.mark.parametrize(
+    ("where", "junk"),
+    [
+        (("spec", "resources"), "x"),
+        (("spec", "resources"), {"requests": {"cpu": ["1"]}}),
+        (("spec", "volumes"), [{"name": "v", "image": "ref"}]),
+        (("spec", "volumes"), [{"name": "v", "image": {"reference": 5}}]),
+        (("status", "containerStatuses"), [{"name": "c", "allocatedResources": {"cpu": None}}]),
+        (("status", "containerStatuses"), [{"name": "c", "resources": {"requests": "x"}}]),
+        (("status", "initContainerStatuses"), {"name": "c"}),
+        (("status", "conditions"), [{"type": "PodResizePending", "reason": 3}]),
+        (("status", "allocatedResources"), ["cpu"]),
+        (("status", "resources"), {"requests": {"cpu": {}}}),
+    ],
+)
+def test_resource_and_status_fields_are_typed(where: tuple[str, str], junk: Any) -> None:
+    """What pod-level resources, image volumes and resizes are read from is refused when malformed."""
+    section, key = where
+    raw: dict[str, Any] = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}, "status": {}}
+    raw[section][key] = junk
+    with pytest.raises(ValidationError):
+        Pod.model_validate(raw)
+
+
+def test_resource_and_status_fields_reach_the_engine() -> None:
+    raw = {
+        "metadata": {"name": "p"},
+        "spec": {
+            "containers": [{"name": "c", "image": "app:1", "resources": {"requests": {"cpu": "1"}}}],
+            "resources": {"requests": {"memory": "1Gi"}},
+            "volumes": [{"name": "m", "image": {"reference": "model:1"}}],
+        },
+        "status": {
+            "conditions": [{"type": "PodResizePending", "status": "True", "reason": "Deferred"}],
+            "containerStatuses": [{"name": "c", "allocatedResources": {"cpu": "2"}, "ready": True}],
+        },
+    }
+    pod = pod_info(Pod.model_validate(raw))
+    assert pod.requests == {"cpu": 2000, "memory": 2**30}
+    assert pod.images == ["app:1", "model:1"]

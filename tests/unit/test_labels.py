@@ -207,6 +207,35 @@ def test_affinity_term_namespaces(term: dict[str, Any], namespace: str, expected
     assert compile_affinity_term(term, "own").matches(namespace, {"app": "web"}) is expected
 
 
+@pytest.mark.parametrize(
+    ("term", "namespace_labels", "expected"),
+    [
+        pytest.param({"namespaceSelector": {"matchLabels": {"team": "a"}}}, {"team": "a"}, True, id="labels-match"),
+        pytest.param({"namespaceSelector": {"matchLabels": {"team": "a"}}}, {"team": "b"}, False, id="labels-differ"),
+        pytest.param({"namespaceSelector": {"matchLabels": {"team": "a"}}}, None, False, id="unknown-name-only"),
+        pytest.param({"namespaceSelector": {}}, {}, True, id="empty-selector"),
+        pytest.param({"namespaces": ["x"], "namespaceSelector": {"matchLabels": {"t": "1"}}}, {}, True, id="listed"),
+        pytest.param({}, {"team": "a"}, False, id="neither-own-namespace-only"),
+        pytest.param({"namespaceSelector": None}, {"team": "a"}, False, id="null-selector-selects-none"),
+    ],
+)
+def test_affinity_term_namespace_selector_reads_namespace_labels(
+    term: dict[str, Any], namespace_labels: dict[str, str] | None, expected: bool
+) -> None:
+    compiled = compile_affinity_term({"labelSelector": {}, **term}, "own")
+    assert compiled.matches("x", {"app": "web"}, namespace_labels) is expected
+
+
+def test_with_namespaces_replaces_the_selector_by_names() -> None:
+    term = compile_affinity_term(
+        {"labelSelector": {}, "namespaces": ["a"], "namespaceSelector": {"matchLabels": {"t": "1"}}}, "own"
+    )
+    resolved = term.with_namespaces(frozenset({"b"}))
+    assert resolved.namespaces == {"a", "b"} and resolved.namespace_selector is None
+    assert resolved.matches("b", {}) and not resolved.matches("c", {}, {"t": "1"})
+    assert term.namespace_selector is not None  # the compiled term itself is shared: unchanged
+
+
 def test_affinity_terms_cache_respects_owner_namespace() -> None:
     terms = [{"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "zone"}]
     first = compile_affinity_terms(terms, "a")

@@ -24,8 +24,27 @@ def test_defaults() -> None:
     policy = load_policy(None)
     assert policy.predicate_names == list(DEFAULT_PREDICATES)
     assert policy.priority_weights == list(DEFAULT_PRIORITIES)
-    assert dict(policy.priority_weights)["PodTopologySpread"] == 2
-    assert dict(policy.priority_weights)["NodePreferAvoidPods"] == 10000
+    # kube-scheduler's default profile: its filter order, its score weights, no legacy plug-in.
+    assert policy.predicate_names == [
+        "CheckNodeUnschedulable",
+        "PodFitsHost",
+        "PodToleratesNodeTaints",
+        "MatchNodeSelector",
+        "PodFitsHostPorts",
+        "PodFitsResources",
+        "NoDiskConflict",
+        "PodTopologySpread",
+        "MatchInterPodAffinity",
+    ]
+    assert dict(policy.priority_weights) == {
+        "TaintToleration": 3,
+        "NodeAffinity": 2,
+        "LeastRequested": 1,
+        "PodTopologySpread": 2,
+        "InterPodAffinity": 2,
+        "BalancedResourceAllocation": 1,
+        "ImageLocality": 1,
+    }
     assert policy.resource_weights == {"cpu": 1, "memory": 1}
     assert policy.hard_pod_affinity_symmetric_weight == 1
     assert policy.always_check_all_predicates is False

@@ -18,7 +18,7 @@ import pytest
 from extenders.convert import node_facts, pdb_info, pod_info
 from extenders.gang import gang_of_for
 from extenders.model import NodeInfo, PodInfo
-from extenders.pdb import DisruptionBudgets, count_pdb_violations, pdb_matches
+from extenders.pdb import DisruptionBudgets, pdb_matches, split_by_pdb_violation
 from extenders.policy import default_policy
 from extenders.preemption import (
     RULE_GANG_AVOIDABLE,
@@ -135,7 +135,14 @@ class Case:
 
 CASES = [
     Case(
-        "scheduler-victims-suffice-kept-as-sent",
+        "scheduler-victims-suffice-listed-most-important-first",
+        nodes=[node("n1", cpu="2", gpu=1)],
+        pods=[pod("a", "n1", prio=20, cpu="600m"), pod("b", "n1", prio=10, cpu="600m")],
+        candidates={"n1": ["b", "a"]},
+        expected={"n1": (["a", "b"], 0)},
+    ),
+    Case(
+        "equally-important-scheduler-victims-keep-their-order",
         nodes=[node("n1", cpu="2", gpu=1)],
         pods=[pod("a", "n1", prio=10, cpu="600m"), pod("b", "n1", prio=10, cpu="600m")],
         candidates={"n1": ["b", "a"]},
@@ -162,7 +169,7 @@ CASES = [
             pod("low-gpu", "n2", prio=999, gpu=1),
         ],
         candidates={"n1": ["s1"], "n2": ["s2"]},
-        expected={"n2": (["s2", "low-gpu"], 0)},
+        expected={"n2": (["low-gpu", "s2"], 0)},
     ),
     Case(
         "least-important-evicted-first-reprieve-by-priority-then-start",
@@ -176,7 +183,7 @@ CASES = [
         preemptor=pod("high", prio=1000, gpu=2),
         candidates={"n1": ["s"]},
         # Reprieve order: old, young (same priority, later start), lowest: old stays.
-        expected={"n1": (["s", "young", "lowest"], 0)},
+        expected={"n1": (["young", "s", "lowest"], 0)},
     ),
     Case(
         "pdb-violating-pods-reprieved-first",
@@ -191,7 +198,8 @@ CASES = [
         pdbs=[pdb("db", {"app": "db"}, 0)],
         preemptor=pod("high", prio=1000, gpu=2),
         candidates={"n1": ["s"]},
-        expected={"n1": (["s", "free", "lowest"], 0)},
+        # "free" started before "s" (no start time counts as starting now): more important.
+        expected={"n1": (["free", "s", "lowest"], 0)},
     ),
     Case(
         "pdb-violation-counted-when-unavoidable",
@@ -207,7 +215,7 @@ CASES = [
         expected={"n1": (["s", "g1", "g2"], 1)},
     ),
     Case(
-        "scheduler-victims-use-the-budget-first",
+        "pdb-budget-charged-most-important-first-scheduler-victims-included",
         nodes=[node("n1", cpu="8", gpu=2)],
         pods=[
             pod("s", "n1", prio=10, labels={"app": "db"}),
@@ -216,9 +224,9 @@ CASES = [
         ],
         pdbs=[pdb("db", {"app": "db"}, 1)],
         candidates={"n1": ["s"]},
-        # s takes the only disruption, so g1 would violate: it is reprieved before the more
-        # important "other", which goes instead.
-        expected={"n1": (["s", "other"], 0)},
+        # Charged in importance order (other, g1, s): g1 takes the only disruption, so s (the
+        # scheduler's, never reprieved) is the violating one; "other" is reprieved first, g1 goes.
+        expected={"n1": (["g1", "s"], 1)},
     ),
     Case(
         "pdb-in-other-namespace-or-empty-selector-matches-nothing",
@@ -489,7 +497,8 @@ def test_pdb_budget_charges_every_matching_pdb() -> None:
     p3 = pod_info(pod("p3", labels={"app": "x"}))
     budgets = DisruptionBudgets(pdbs)
     assert [budgets.charge(p) for p in (p1, p2, p3)] == [False, True, True]
-    assert count_pdb_violations([p1, p2, p3], pdbs) == 2
+    violating, others = split_by_pdb_violation([p1, p2, p3], DisruptionBudgets(pdbs))
+    assert [p.name for p in violating] == ["p2", "p3"] and [p.name for p in others] == ["p1"]
     assert not pdb_matches(pdbs[0], pod_info(pod("nolabels")))
     assert not pdb_matches(pdbs[0], pod_info(pod("ns", ns="other", labels={"app": "x"})))
 
@@ -531,7 +540,10 @@ def test_captured_full_victims_body() -> None:
     out = process_preemption(POLICY, preemptor, cands, snap, victim_pods={u: pod_info(p) for u, p in victims.items()})
     assert list(out) == list(cands)
     for name, meta in out.items():
-        assert meta.uids == [*cands[name], f"uid-gpu-{name}"]
+        # Most important first: the GPU holder (priority 100, started) ranks after node-a's
+        # priority-1000 victims and before every priority-100 victim without a start time.
+        split = 2 if name == "node-a" else 0
+        assert meta.uids == [*cands[name][:split], f"uid-gpu-{name}", *cands[name][split:]]
     # node-a's victim low-a-1 carries the pdb=protected label; the scheduler said 1 too.
     assert out["node-a"].num_pdb_violations == body["NodeNameToVictims"]["node-a"]["NumPDBViolations"] == 1
     assert all(out[n].num_pdb_violations == 0 for n in out if n != "node-a")

@@ -7,27 +7,27 @@
 ``check`` is then a handful of dict lookups per term. Order and codes follow the plugin:
 affinity unmet is unresolvable; the pod's own anti-affinity and existing pods' anti-affinity
 are resolvable (evicting the matching pods fixes them). The first pod of a self-affine group
-passes when no pod anywhere matches its affinity terms and it matches them itself. A
-non-empty namespaceSelector is evaluated only on ``kubernetes.io/metadata.name`` (see
-extenders.labels); other namespace labels are not known, so such selectors add no namespace.
-The pods the incoming pod's terms select are read through the nodes' label index
-(``pod_query``), and only nodes that can hold one, or hold pods with anti-affinity, are
-visited (``cluster_summary``).
+passes when no pod anywhere matches its affinity terms and it matches them itself.
+namespaceSelectors are matched against the snapshot's Namespaces (see ``terms``): the incoming
+pod's are replaced by the namespaces they select, existing pods' are matched against the labels
+of the incoming pod's namespace. The pods the incoming pod's terms select are read through the
+nodes' label index (``pod_query``), and only nodes that can hold one, or hold pods with
+anti-affinity, are visited (``cluster_summary``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from extenders.labels import AffinityTerm, compile_affinity_terms, required_pod_affinity_terms
 from extenders.model import NodeInfo, PodInfo
 from extenders.plugins.framework import FIT, SKIP, Verdict
-from extenders.plugins.inter_pod_affinity.terms import by_namespace, may_select
+from extenders.plugins.inter_pod_affinity.terms import by_namespace, may_select, namespace_labels, resolve_terms
 from extenders.snapshot import Snapshot
 from extenders.snapshot.pod_query import PodQuery, term_query
-from extenders.snapshot.summary import infos_named
+from extenders.snapshot.summary import ClusterSummary, infos_named
 
 AFFINITY_NOT_MATCH = "node(s) didn't match pod affinity rules"
 ANTI_AFFINITY_NOT_MATCH = "node(s) didn't match pod anti-affinity rules"
@@ -58,6 +58,15 @@ class AffinityState:
     matches_own_affinity: bool
     affinity_queries: tuple[PodQuery, ...] = ()  # one per ``affinity`` term, same order
     anti_affinity_queries: tuple[PodQuery, ...] = ()  # one per ``anti_affinity`` term
+    # The labels of the incoming pod's namespace, for existing pods' namespaceSelectors (None: unknown).
+    namespace_labels: Mapping[str, str] | None = None
+
+
+def _resolved(
+    pod: PodInfo, kind: str, compiled: tuple[AffinityTerm, ...], snapshot: Snapshot, summary: ClusterSummary
+) -> tuple[AffinityTerm, ...]:
+    """The incoming pod's terms with their namespaceSelectors resolved against the snapshot's Namespaces."""
+    return resolve_terms(compiled, required_pod_affinity_terms(pod.affinity, kind), snapshot.namespaces, summary)
 
 
 def _queries(pod: PodInfo, kind: str, compiled: tuple[AffinityTerm, ...]) -> tuple[PodQuery, ...]:
@@ -111,13 +120,14 @@ def _add_existing(state: AffinityState, pod: PodInfo, node: NodeInfo, sign: int)
         return
     by_namespace = existing_anti_terms(node)
     namespace, pod_labels, uid = pod.namespace, pod.labels, pod.uid
+    ns_labels = state.namespace_labels
     labels = facts.labels
     for bucket in (by_namespace.get(namespace), by_namespace.get(None)):
         for term, owner_uid in bucket or ():
             if owner_uid == uid:
                 continue
             value = labels.get(term.topology_key)
-            if value is not None and term.matches(namespace, pod_labels):
+            if value is not None and term.matches(namespace, pod_labels, ns_labels):
                 _bump(state.existing_anti_counts, (term.topology_key, value), sign)
 
 
@@ -162,8 +172,9 @@ def _finish(state: AffinityState) -> AffinityState:
 
 class InterPodAffinityFilter:
     def prepare(self, pod: PodInfo, snapshot: Snapshot) -> Any:
-        affinity = pod_affinity_terms(pod)
-        anti = pod_anti_affinity_terms(pod)
+        summary = snapshot.summary()
+        affinity = _resolved(pod, "podAffinity", pod_affinity_terms(pod), snapshot, summary)
+        anti = _resolved(pod, "podAntiAffinity", pod_anti_affinity_terms(pod), snapshot, summary)
         state = AffinityState(
             affinity=affinity,
             anti_affinity=anti,
@@ -174,9 +185,9 @@ class InterPodAffinityFilter:
             matches_own_affinity=all(t.matches(pod.namespace, pod.labels) for t in affinity),
             affinity_queries=_queries(pod, "podAffinity", affinity),
             anti_affinity_queries=_queries(pod, "podAntiAffinity", anti),
+            namespace_labels=namespace_labels(snapshot.namespaces, pod.namespace),
         )
         own_terms = bool(affinity or anti)
-        summary = snapshot.summary()
         # Existing anti-affinity: only nodes with such pods, and of those only the ones with a
         # term that can select the incoming pod's namespace.
         namespace = pod.namespace
@@ -202,10 +213,9 @@ class InterPodAffinityFilter:
 
     def adjust(self, state: Any, pod: PodInfo, old: NodeInfo | None, new: NodeInfo) -> Any:
         if state is SKIP:
-            # Removing pods cannot create anti-affinity; adding them could.
-            state = AffinityState((), (), {}, {}, {}, (), True)
-            _add_node(state, pod, new, 1)
-            return _finish(state) if state.existing_anti_counts else SKIP
+            # kube-scheduler runs no PreFilter extension of a plug-in that skipped the pod, so pods
+            # added here (nominated ones) are not counted; removing pods cannot create anti-affinity.
+            return SKIP
         assert isinstance(state, AffinityState)
         fresh = AffinityState(
             state.affinity,
@@ -217,6 +227,7 @@ class InterPodAffinityFilter:
             state.matches_own_affinity,
             state.affinity_queries,
             state.anti_affinity_queries,
+            state.namespace_labels,
         )
         if old is not None:
             _add_node(fresh, pod, old, -1)

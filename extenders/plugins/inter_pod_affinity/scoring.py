@@ -13,8 +13,8 @@ node scores 0 (the plugin skips the pod). An existing pod with the incoming pod'
 assumed copy of itself) is not counted, so a pod never attracts itself.
 
 Terms are compiled by ``extenders.labels`` exactly as the MatchInterPodAffinity filter
-compiles them (namespace defaulting, and namespace selectors: ``{}`` selects all, one on
-``kubernetes.io/metadata.name`` is exact, any other selects none: no Namespace objects).
+compiles them, and namespaceSelectors are resolved the same way (``terms``): P's against the
+snapshot's Namespaces, E's against the labels of P's namespace.
 """
 
 from __future__ import annotations
@@ -27,10 +27,16 @@ from extenders.labels import AffinityTerm, SelectorError, compile_affinity_term
 from extenders.model import NodeInfo, PodInfo
 from extenders.plugins.framework import ConstantScore, ScoringContext, summary_of
 from extenders.plugins.helper.normalize import constant, min_max
-from extenders.plugins.inter_pod_affinity.terms import by_namespace, may_select
+from extenders.plugins.inter_pod_affinity.terms import (
+    NamespaceTable,
+    by_namespace,
+    may_select,
+    namespace_labels,
+    resolve_term,
+)
 from extenders.snapshot import Snapshot
 from extenders.snapshot.pod_query import PodQuery, term_query
-from extenders.snapshot.summary import infos_named
+from extenders.snapshot.summary import ClusterSummary, infos_named
 
 PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
@@ -91,8 +97,11 @@ def cached_pod_terms(pod: PodInfo) -> PodTerms:
     return terms
 
 
-def own_queries(pod: PodInfo) -> list[tuple[int, AffinityTerm, PodQuery]]:
-    """The pod's preferred terms (signed weight, term) with their index queries."""
+def own_queries(
+    pod: PodInfo, namespaces: NamespaceTable, summary: ClusterSummary | None = None
+) -> list[tuple[int, AffinityTerm, PodQuery]]:
+    """The pod's preferred terms (signed weight, term) with their index queries, namespaceSelectors
+    resolved against ``namespaces`` (the snapshot's, whose ``summary`` keeps the selections)."""
     out: list[tuple[int, AffinityTerm, PodQuery]] = []
     affinity = pod.affinity
     for kind, sign in (("podAffinity", 1), ("podAntiAffinity", -1)):
@@ -101,6 +110,7 @@ def own_queries(pod: PodInfo) -> list[tuple[int, AffinityTerm, PodQuery]]:
             raw = weighted.get("podAffinityTerm") or {}
             term = _compile(pod, raw) if weight else None
             if term is not None:
+                term = resolve_term(term, raw, namespaces, summary)
                 out.append((sign * weight, term, term_query(term, raw)))
     return out
 
@@ -156,7 +166,7 @@ class InterPodAffinityScorer:
         namespace, pod_labels, uid = pod.namespace, pod.labels, pod.uid
         scores: TopologyScore = {}
         summary = summary_of(snapshot, ctx)
-        for weight, term, query in own_queries(pod):
+        for weight, term, query in own_queries(pod, snapshot.namespaces, summary):
             probes = query.probe_keys
             infos: Iterable[NodeInfo] = (
                 snapshot.nodes.values()
@@ -172,6 +182,7 @@ class InterPodAffinityScorer:
                     _add(scores, term.topology_key, facts.labels, weight * matching)
         # Existing pods' terms: only nodes holding a term that can select our namespace.
         holders = summary.names_where(("scoring-terms-for", namespace), _terms_test(namespace))
+        ns_labels = namespace_labels(snapshot.namespaces, namespace)
         for info in infos_named(snapshot.nodes, holders):
             facts = info.node
             if facts is None or not facts.labels:
@@ -184,7 +195,7 @@ class InterPodAffinityScorer:
                         continue  # the pod itself, e.g. still assumed somewhere
                     # None marks a required affinity term, weighted by the policy.
                     weight = hard_weight if preferred_weight is None else preferred_weight
-                    if weight and term.matches(namespace, pod_labels):
+                    if weight and term.matches(namespace, pod_labels, ns_labels):
                         _add(scores, term.topology_key, labels, weight)
         return scores or None
 

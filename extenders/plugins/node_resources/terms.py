@@ -37,13 +37,15 @@ def resource_terms(pod: PodInfo, weights: Mapping[str, int], nonzero: bool) -> t
     never scored; a weight of zero or less disables a resource.
     """
     terms: list[ResourceTerm] = []
+    # The pod being scheduled may count other defaults than it adds to a node once placed.
+    nonzero_cpu, nonzero_memory = pod.score_nonzero or (pod.nonzero_cpu, pod.nonzero_memory)
     for name, weight in (weights or DEFAULT_RESOURCE_WEIGHTS).items():
         if weight <= 0 or name == PODS:
             continue
         if name == CPU and nonzero:
-            terms.append((name, weight, pod.nonzero_cpu, NONZERO_CPU))
+            terms.append((name, weight, nonzero_cpu, NONZERO_CPU))
         elif name == MEMORY and nonzero:
-            terms.append((name, weight, pod.nonzero_memory, NONZERO_MEMORY))
+            terms.append((name, weight, nonzero_memory, NONZERO_MEMORY))
         elif name in _NATIVE:
             terms.append((name, weight, pod.requests.get(name, 0), PLAIN))
         else:

@@ -8,9 +8,16 @@ node affinity; nodeTaintsPolicy, default Ignore). Every eligible node registers 
 even with zero matches. A node fails when placing the pod there would make
 ``matches in its domain + self-match - global minimum`` exceed maxSkew, the global minimum
 being 0 while fewer than minDomains domains exist. ``matchLabelKeys`` adds ``key In
-[pod's value]`` for each key the pod carries. As in the plugin, a node lacking a topology
-key is unresolvable, but a skew violation is resolvable: evicting matching pods can fix it.
-Matching pods are read through the nodes' label index (``pod_query``), not by scanning.
+[pod's value]`` for each key the pod carries (``selectors.constraint_selector``); an empty
+selector counts no pod, though the pod itself matches it. As in the plugin, a node lacking a
+topology key is unresolvable, but a skew violation is resolvable: evicting matching pods can fix
+it. Matching pods are read through the nodes' label index (``pod_query``), not by scanning.
+
+``adjust`` (the same node with pods added or removed: nominated pods, preemption victims) counts
+as the plugin's AddPod/RemovePod do, which differ from PreFilter: a pod counts when it is in the
+namespace and matches the selector, so with ``{}`` every added or removed pod moves the count
+(even below zero). Terminating pods stay out of it: preemption here takes every leaving pod as
+gone already (see extenders.preemption), so removing one must not move a count it never added to.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from extenders.labels import (
 )
 from extenders.model import NodeInfo, PodInfo
 from extenders.plugins.framework import FIT, SKIP, Verdict
+from extenders.plugins.pod_topology_spread.selectors import constraint_selector, counts_nothing
 from extenders.snapshot import Snapshot
 from extenders.snapshot.pod_query import PodQuery, namespace_query
 
@@ -47,13 +55,8 @@ class Constraint:
     honor_affinity: bool
     honor_taints: bool
     self_match: int
-    query: PodQuery  # the pod's namespace and ``selector``, through the label index
-
-
-def _with_match_label_keys(selector: LabelMatcher, pairs: tuple[tuple[str, str], ...]) -> LabelMatcher:
-    if not pairs:
-        return selector
-    return lambda other: selector(other) and all(other.get(k) == v for k, v in pairs)
+    query: PodQuery  # PreFilter's count: the pod's namespace and ``selector`` (none when it is ``{}``)
+    update_query: PodQuery  # AddPod/RemovePod's test: the namespace and ``selector``, ``{}`` included
 
 
 def compile_constraints(pod: PodInfo) -> tuple[Constraint, ...]:
@@ -62,10 +65,12 @@ def compile_constraints(pod: PodInfo) -> tuple[Constraint, ...]:
     for raw in pod.topology_spread:
         if raw.get("whenUnsatisfiable") != "DoNotSchedule":
             continue
-        raw_selector = raw.get("labelSelector")
-        pairs = tuple((k, pod.labels[k]) for k in raw.get("matchLabelKeys") or [] if k in pod.labels)
-        selector = _with_match_label_keys(compile_label_selector(raw_selector), pairs)
+        raw_selector = constraint_selector(raw, pod.labels)
+        selector = compile_label_selector(raw_selector)
         min_domains = raw.get("minDomains")
+        counted = None if counts_nothing(raw_selector) else raw_selector
+        query = namespace_query(pod.namespace, counted, selector)
+        update_query = query if counted is raw_selector else namespace_query(pod.namespace, raw_selector, selector)
         out.append(
             Constraint(
                 max_skew=int(raw.get("maxSkew") or 1),
@@ -75,7 +80,8 @@ def compile_constraints(pod: PodInfo) -> tuple[Constraint, ...]:
                 honor_affinity=(raw.get("nodeAffinityPolicy") or "Honor") == "Honor",
                 honor_taints=(raw.get("nodeTaintsPolicy") or "Ignore") == "Honor",
                 self_match=1 if selector(pod.labels) else 0,
-                query=namespace_query(pod.namespace, raw_selector, selector, pairs),
+                query=query,
+                update_query=update_query,
             )
         )
     return tuple(out)
@@ -106,7 +112,9 @@ def _eligible(state: SpreadState, constraint: Constraint, node: NodeInfo) -> boo
     )
 
 
-def _add_node(state: SpreadState, pod: PodInfo, node: NodeInfo, sign: int) -> None:
+def _add_node(state: SpreadState, pod: PodInfo, node: NodeInfo, sign: int, updating: bool = False) -> None:
+    """Add (or with ``sign`` -1 take away) the node's matching pods, counted as PreFilter counts
+    them or, with ``updating``, as AddPod/RemovePod do (the two differ: see the module docstring)."""
     if node.node is None:
         return
     labels = node.labels
@@ -118,10 +126,20 @@ def _add_node(state: SpreadState, pod: PodInfo, node: NodeInfo, sign: int) -> No
     for index, constraint in enumerate(constraints):
         if not _eligible(state, constraint, node):
             continue
-        matching = constraint.query.count(node, uid, live_only=True)
+        query = constraint.update_query if updating else constraint.query
+        matching = query.count(node, uid, live_only=True)
         counts = state.counts[index]
         value = labels[constraint.topology_key]
         counts[value] = counts.get(value, 0) + sign * matching
+
+
+def _same_domains(old: NodeInfo, new: NodeInfo) -> bool:
+    """Whether ``new`` is ``old`` with other pods only: the same labels and taints, hence the same
+    domains and eligibility, so only its pods are added or removed."""
+    before, after = old.node, new.node
+    if before is None or after is None:
+        return False
+    return before is after or (before.labels == after.labels and before.taints == after.taints)
 
 
 def _finish(state: SpreadState) -> SpreadState:
@@ -149,15 +167,19 @@ class TopologySpreadFilter:
         return _finish(state)
 
     def adjust(self, state: Any, pod: PodInfo, old: NodeInfo | None, new: NodeInfo) -> Any:
+        """The counts with ``new`` in place of ``old``, as PreFilterExtensions would leave them."""
         if state is SKIP:
             return SKIP
         assert isinstance(state, SpreadState)
         fresh = SpreadState(
             state.constraints, state.node_affinity, state.tolerations, [dict(c) for c in state.counts], []
         )
+        # Pods on both nodes cancel out, so counting both with AddPod/RemovePod's rule leaves the
+        # added and removed pods counted by it; a node whose domains changed is recounted instead.
+        updating = old is not None and _same_domains(old, new)
         if old is not None:
-            _add_node(fresh, pod, old, -1)
-        _add_node(fresh, pod, new, 1)
+            _add_node(fresh, pod, old, -1, updating)
+        _add_node(fresh, pod, new, 1, updating)
         return _finish(fresh)
 
     def check(self, pod: PodInfo, node: NodeInfo, state: Any) -> Verdict:

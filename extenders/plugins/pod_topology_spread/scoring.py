@@ -7,9 +7,14 @@ inclusion policies; a candidate's raw score is ``Σ count * log(domains + 2) + (
 Candidates missing a constraint's topology key are ignored (score 0). Normalisation maps the
 lowest raw score to MAX: ``MAX * (max + min - raw) / max``.
 
-A pod without ScheduleAnyway constraints is skipped by the plugin, i.e. contributes nothing:
-every node scores 0. (kube-scheduler's system-default constraints are not applied; the
-SelectorSpread priority covers default spreading by owner.)
+A pod that declares no topologySpreadConstraints at all gets kube-scheduler's system defaults:
+``kubernetes.io/hostname`` with maxSkew 3 and ``topology.kubernetes.io/zone`` with maxSkew 5, both
+ScheduleAnyway, counting the pods its default selector picks (Services and controller, see
+``extenders.plugins.helper.default_selector``). With those defaults a candidate is never ignored
+for lacking a topology key: it scores only the constraints whose key it carries, candidates without
+the zone label form a domain of their own ('') in the zone weight, and pods on nodes without the
+label count towards that domain. A pod whose default selector is empty, or whose declared
+constraints are all DoNotSchedule, is skipped, i.e. contributes nothing: every node scores 0.
 
 Counting reads the nodes' label index (``extenders.snapshot.pod_query``), and only nodes
 holding a pod with the selector's indexed label are visited (``cluster_summary``).
@@ -36,12 +41,15 @@ from extenders.labels import (
 )
 from extenders.model import NodeInfo, PodInfo
 from extenders.plugins.framework import MAX_PRIORITY, ConstantScore, ScoringContext, summary_of
+from extenders.plugins.helper.default_selector import default_query
 from extenders.plugins.helper.normalize import constant
+from extenders.plugins.pod_topology_spread.selectors import constraint_selector, counts_nothing
 from extenders.snapshot import Snapshot
 from extenders.snapshot.pod_query import PodQuery, namespace_query
 from extenders.snapshot.summary import ClusterSummary, infos_named
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
+ZONE_LABEL = "topology.kubernetes.io/zone"
 SCHEDULE_ANYWAY = "ScheduleAnyway"
 HONOR = "Honor"
 _DO_NOT_SCHEDULE_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
@@ -51,7 +59,7 @@ _DO_NOT_SCHEDULE_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 class Constraint:
     topology_key: str
     max_skew: int
-    query: PodQuery | None  # None: an empty or missing selector, which counts no pods
+    query: PodQuery | None  # None: a missing, empty or invalid selector, which counts no pods
     honor_node_affinity: bool
     honor_taints: bool
     weight: float = 0.0  # log(number of candidate domains + 2), set in prepare
@@ -62,6 +70,8 @@ class SpreadState:
     namespace: str
     constraints: list[Constraint]
     ignored: set[str] = field(default_factory=set)
+    # False with the system-default constraints: candidates need not carry every topology key.
+    require_all: bool = True
     pair_counts: dict[tuple[str, str], int] = field(default_factory=dict)
     # Per constraint: node name -> its value of the topology key (nodes that have it).
     values: list[dict[str, str]] = field(default_factory=list)
@@ -74,22 +84,8 @@ def _label_of(key: str) -> Callable[[NodeInfo], str | None]:
     return extract
 
 
-def _selector_with_label_keys(constraint: Mapping[str, Any], pod_labels: Mapping[str, str]) -> dict[str, Any] | None:
-    """The constraint's selector with ``matchLabelKeys`` folded in as ``key In (pod's value)``."""
-    selector = constraint.get("labelSelector")
-    keys = [k for k in constraint.get("matchLabelKeys") or [] if k in pod_labels]
-    if selector is None or not keys:
-        return selector
-    merged = dict(selector)
-    merged["matchExpressions"] = [
-        *(selector.get("matchExpressions") or []),
-        *({"key": k, "operator": "In", "values": [pod_labels[k]]} for k in keys),
-    ]
-    return merged
-
-
 def _compile(selector: Mapping[str, Any] | None, namespace: str) -> PodQuery | None:
-    if selector is None or not (selector.get("matchLabels") or selector.get("matchExpressions")):
+    if selector is None or counts_nothing(selector):
         return None
     try:
         matcher: LabelMatcher = compile_label_selector(selector)
@@ -107,12 +103,21 @@ def soft_constraints(pod: PodInfo) -> list[Constraint]:
             Constraint(
                 topology_key=raw.get("topologyKey") or "",
                 max_skew=int(raw.get("maxSkew") or 1),
-                query=_compile(_selector_with_label_keys(raw, pod.labels), pod.namespace),
+                query=_compile(constraint_selector(raw, pod.labels), pod.namespace),
                 honor_node_affinity=(raw.get("nodeAffinityPolicy") or HONOR) == HONOR,
                 honor_taints=(raw.get("nodeTaintsPolicy") or "Ignore") == HONOR,
             )
         )
     return out
+
+
+def system_default_constraints(query: PodQuery) -> list[Constraint]:
+    """kube-scheduler's default constraints (hostname maxSkew 3, zone maxSkew 5, ScheduleAnyway,
+    the default inclusion policies) counting the pods ``query`` selects."""
+    return [
+        Constraint(HOSTNAME_LABEL, 3, query, honor_node_affinity=True, honor_taints=False),
+        Constraint(ZONE_LABEL, 5, query, honor_node_affinity=True, honor_taints=False),
+    ]
 
 
 def count_matching(node: NodeInfo, query: PodQuery | None) -> int:
@@ -135,19 +140,28 @@ class TopologySpreadScorer:
     def prepare(
         self, pod: PodInfo, snapshot: Snapshot, nodes: list[NodeInfo], ctx: ScoringContext
     ) -> SpreadState | None:
-        constraints = soft_constraints(pod)
-        if not constraints or not nodes:
+        if not nodes:
+            return None
+        require_all = True
+        if pod.topology_spread:
+            constraints = soft_constraints(pod)
+        else:
+            query = default_query(pod, snapshot)
+            constraints = system_default_constraints(query) if query is not None else []
+            require_all = False
+        if not constraints:
             return None
         summary = summary_of(snapshot, ctx)
-        state = SpreadState(pod.namespace, constraints)
+        state = SpreadState(pod.namespace, constraints, require_all=require_all)
         state.values = [summary.column(("label", c.topology_key), _label_of(c.topology_key)) for c in constraints]
         domains: list[set[str]] = [set() for _ in constraints]
         names = [info.name for info in nodes]
         ignored = state.ignored
         found = [list(map(column.get, names)) for column in state.values]
-        for values in found:
-            if None in values:
-                ignored.update(compress(names, map(is_, values, repeat(None))))
+        if require_all:
+            for values in found:
+                if None in values:
+                    ignored.update(compress(names, map(is_, values, repeat(None))))
         pair_counts = state.pair_counts
         for i, c in enumerate(constraints):
             key = c.topology_key
@@ -157,6 +171,8 @@ class TopologySpreadScorer:
             if ignored:  # only the values of candidates that have every key
                 pairs = zip(names, found[i], strict=True)
                 domain.update(v for name, v in pairs if v is not None and name not in ignored)
+            elif not require_all:  # a candidate without the key stands for the domain ''
+                domain.update("" if v is None else v for v in found[i])
             else:
                 domain.update(cast(list[str], found[i]))
             for value in domain:
@@ -174,6 +190,7 @@ class TopologySpreadScorer:
         node_selector, affinity = _required_affinity(pod)
         counts = state.pair_counts
         constraints = state.constraints
+        require_all = state.require_all
         for c in constraints:
             query = c.query
             if c.topology_key == HOSTNAME_LABEL or query is None:
@@ -189,8 +206,10 @@ class TopologySpreadScorer:
                 if facts is None:
                     continue
                 labels = facts.labels
-                value = labels.get(key)
-                if value is None or (key, value) not in counts or not _has_all_keys(labels, constraints):
+                value = labels.get(key) if require_all else labels.get(key, "")
+                if value is None or (key, value) not in counts:
+                    continue
+                if require_all and not _has_all_keys(labels, constraints):
                     continue
                 if c.honor_node_affinity and not (
                     node_selector(labels) and (affinity is None or affinity(info.name, labels))

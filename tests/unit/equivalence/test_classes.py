@@ -38,6 +38,7 @@ ALTERED: dict[str, Any] = {
     "requests": {"cpu": 501, "memory": 2**30},
     "nonzero_cpu": 501,
     "nonzero_memory": 2**29,
+    "score_nonzero": (600, 2**30),
     "best_effort": True,
     "host_ports": [("TCP", "0.0.0.0", 80)],
     "node_selector": {"disk": "hdd"},
@@ -58,6 +59,7 @@ IDENTITY: dict[str, Any] = {
     "start_time": "2026-01-01T00:00:00Z",
     "owner": Owner("ReplicaSet", "web-abc", "rs-uid"),
     "assumed": True,
+    "nominated_node_name": "n1",
 }
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from extenders import engine
 from extenders.equivalence import CacheConfig, EquivalenceCache
-from extenders.model import NodeFacts, NodeInfo, PodInfo, Taint
+from extenders.model import NodeFacts, NodeInfo, PodInfo, PVCInfo, Taint
 from extenders.policy import Policy, default_policy
 from extenders.snapshot import Snapshot
 
@@ -225,3 +225,36 @@ def test_a_verdict_computed_for_a_pod_on_its_own_node_is_not_reused_for_its_sibl
         assert engine.filter_nodes(policy, a, snap, ["n1"], cache.memo(a)).passing == ["n1"]
     sibling = engine.filter_nodes(policy, b, snap, ["n1"], cache.memo(b))
     assert sibling.passing == [] and "n1" in sibling.failed
+
+
+def test_a_read_write_once_pod_claim_taken_elsewhere_is_not_answered_from_the_cache() -> None:
+    # Pods of one class share a ReadWriteOncePod claim (a one-replica Deployment rolling over): the
+    # answer on n1 and n2 changes when a pod using the claim lands on n3, though n1 and n2 do not.
+    policy = default_policy()
+    facts = _facts(random.Random(4), "n")
+    facts.taints, facts.unschedulable, facts.conditions = [], False, {"Ready": "True"}
+    facts.allocatable = {"cpu": 8000, "memory": 8 * GI, "pods": 110}
+    nodes = {n: NodeInfo.build(n, dataclasses.replace(facts, name=n), []) for n in ("n1", "n2", "n3")}
+
+    def claimant(uid: str, node: str = "") -> PodInfo:
+        volume = {"name": "data", "persistentVolumeClaim": {"claimName": "solo"}}
+        return PodInfo(namespace="ns", name=uid, uid=uid, node_name=node, volumes=[volume])
+
+    def snapshot(user: PodInfo | None) -> Snapshot:
+        table = dict(nodes)
+        if user is not None:
+            table["n3"] = NodeInfo.build("n3", nodes["n3"].node, [user])
+        return Snapshot(nodes=table, pvcs={"ns/solo": PVCInfo("ns", "solo", read_write_once_pod=True)}, sealed=True)
+
+    cache = EquivalenceCache()
+    names = ["n1", "n2", "n3"]
+    free = snapshot(None)
+    for i in range(2):  # the class is admitted on its second sighting: this one stores
+        assert engine.filter_nodes(policy, claimant(f"a{i}"), free, names, cache.memo(claimant(f"a{i}"))).passing
+    for user in (claimant("old", "n3"), None):
+        snap = snapshot(user)
+        pod = claimant("new")
+        fresh = engine.filter_nodes(policy, pod, snap, names)
+        cached = engine.filter_nodes(policy, pod, snap, names, cache.memo(pod))
+        assert _answers(cached) == _answers(fresh)
+        assert (fresh.passing == []) is (user is not None)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from extenders.model import NodeInfo, PodInfo
 from extenders.plugins.framework import ScoringContext
 from extenders.plugins.registry import SCORERS
@@ -19,10 +21,12 @@ def run(
     extra: list[NodeInfo] | None = None,
     *,
     ctx: ScoringContext = CTX,
+    tables: dict[str, Any] | None = None,
 ) -> tuple[dict[str, float], dict[str, float]]:
-    """Raw and normalised scores of the candidates ``nodes``; ``extra`` nodes are in the snapshot only."""
+    """Raw and normalised scores of the candidates ``nodes``; ``extra`` nodes are in the snapshot only,
+    and ``tables`` are its other tables by attribute (``services``, ``replica_sets``, ...)."""
     priority = SCORERS[name]
-    snapshot = Snapshot(nodes={n.name: n for n in [*nodes, *(extra or [])]})
+    snapshot = Snapshot(nodes={n.name: n for n in [*nodes, *(extra or [])]}, **(tables or {}))
     state = priority.prepare(incoming, snapshot, nodes, ctx)
     raw = {n.name: priority.score(incoming, n, state, ctx) for n in nodes}
     return raw, priority.normalize(raw, state)

@@ -17,12 +17,13 @@ def pod(
     owner_uid: str | None = None,
     spec: dict[str, Any] | None = None,
     deleting: bool = False,
+    owner: dict[str, Any] | None = None,
 ) -> PodInfo:
+    """``owner_uid``: a ReplicaSet "rs" controls the pod; ``owner``: that reference's fields replaced."""
     meta: dict[str, Any] = {"name": name, "namespace": namespace, "uid": f"uid-{name}", "labels": labels or {}}
-    if owner_uid:
-        meta["ownerReferences"] = [
-            {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": owner_uid, "controller": True}
-        ]
+    if owner_uid or owner:
+        reference = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": owner_uid or "rs-uid"}
+        meta["ownerReferences"] = [{**reference, "controller": True, **(owner or {})}]
     if deleting:
         meta["deletionTimestamp"] = "2024-01-01T00:00:00Z"
     body = {"nodeName": node, "containers": [{"name": "c", "image": "busybox"}], **(spec or {})}

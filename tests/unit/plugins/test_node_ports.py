@@ -46,3 +46,33 @@ def test_pod_fits_host_ports(wanted: list[dict[str, Any]], used: list[dict[str, 
     verdict = run_predicate("PodFitsHostPorts", _with_ports("p", wanted), node)
     assert verdict == (Verdict(True) if fit else PORT_FAIL)
     assert not verdict.unresolvable
+
+
+def _in(where: str, ports: list[dict[str, Any]]) -> dict[str, Any]:
+    """A spec with ``ports`` on a regular container, a plain init container or a sidecar."""
+    container: dict[str, Any] = {"name": where, "ports": ports}
+    if where == "containers":
+        return {"containers": [container]}
+    if where == "sidecar":
+        container["restartPolicy"] = "Always"
+    return {"containers": [{"name": "c"}], "initContainers": [container]}
+
+
+@pytest.mark.parametrize(
+    ("incoming", "existing", "fit"),
+    [
+        ("containers", "containers", False),
+        ("sidecar", "containers", False),
+        ("containers", "sidecar", False),
+        ("sidecar", "sidecar", False),
+        # A plain init container has exited before the pod runs: its ports are never held.
+        ("init", "containers", True),
+        ("containers", "init", True),
+        ("init", "sidecar", True),
+        ("sidecar", "init", True),
+    ],
+)
+def test_only_containers_and_sidecars_hold_host_ports(incoming: str, existing: str, fit: bool) -> None:
+    node = make_node(pods=[make_pod("existing", spec=_in(existing, [_port(80)]))])
+    verdict = run_predicate("PodFitsHostPorts", make_pod("p", spec=_in(incoming, [_port(80)])), node)
+    assert verdict == (Verdict(True) if fit else PORT_FAIL)

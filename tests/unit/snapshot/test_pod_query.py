@@ -1,4 +1,4 @@
-"""NodeInfo's label/owner indexes stay exact through add/replace/remove, and PodQuery agrees with a scan."""
+"""NodeInfo's label index stays exact through add/replace/remove, and PodQuery agrees with a scan."""
 
 from __future__ import annotations
 
@@ -6,9 +6,17 @@ import random
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import pytest
+
 from extenders.labels import LabelMatcher, compile_affinity_term, compile_label_selector
 from extenders.model import NodeInfo, Owner, PodInfo, label_key
-from extenders.snapshot.pod_query import PodQuery, namespace_query, selector_equalities, term_query
+from extenders.snapshot.pod_query import (
+    MAX_INDEXED_NAMESPACES,
+    PodQuery,
+    namespace_query,
+    selector_equalities,
+    term_query,
+)
 
 NAMESPACES = ("ns1", "ns2", "ns3")
 APPS = ("a", "b", "c", "d")
@@ -45,17 +53,15 @@ def test_indexes_follow_add_replace_remove() -> None:
     info = NodeInfo.build("n", None, pods)
     assert _index(info) == _index_from_scratch(info)
     assert [p.uid for p in info.pods_by_label[label_key("ns1", "app", "x")]] == ["a"]
-    assert [p.uid for p in info.pods_by_owner["rs1"]] == ["a"]
-    info.add_pod(_pod("a", {"app": "z"}, owner="rs2"))  # replaced: old labels and owner gone
+    info.add_pod(_pod("a", {"app": "z"}, owner="rs2"))  # replaced: old labels gone
     assert label_key("ns1", "app", "x") not in info.pods_by_label
-    assert "rs1" not in info.pods_by_owner and [p.uid for p in info.pods_by_owner["rs2"]] == ["a"]
     assert _index(info) == _index_from_scratch(info)
     info.remove_pod("c")
     info.remove_pod("missing")
     assert _index(info) == _index_from_scratch(info)
     info.remove_pod("a")
     info.remove_pod("b")
-    assert info.pods_by_label == {} and info.pods_by_owner == {}
+    assert info.pods_by_label == {}
 
 
 def test_indexes_stay_exact_under_random_churn() -> None:
@@ -71,12 +77,6 @@ def test_indexes_stay_exact_under_random_churn() -> None:
                 labels["tier"] = rng.choice(TIERS)
             info.add_pod(_pod(uid, labels, rng.choice(NAMESPACES), owner=rng.choice(("", "r1", "r2"))))
         assert _index(info) == _index_from_scratch(info), step
-        owners = {o: sorted(p.uid for p in ps) for o, ps in info.pods_by_owner.items()}
-        expected: dict[str, list[str]] = {}
-        for pod in info.pods.values():
-            if pod.owner is not None:
-                expected.setdefault(pod.owner.uid, []).append(pod.uid)
-        assert owners == {k: sorted(v) for k, v in expected.items()}, step
 
 
 def _selector(rng: random.Random) -> dict[str, Any] | None:
@@ -171,6 +171,20 @@ def test_term_query_matches_a_scan() -> None:
         want = sorted(p.uid for p in node.pods.values() if term.matches(p.namespace, p.labels))
         assert sorted(p.uid for p in query.pods(node)) == want, (case, raw)
         _assert_probes_cover(query, node.pods.values(), want, case)
+
+
+@pytest.mark.parametrize(
+    ("count", "indexed"), [(3, True), (MAX_INDEXED_NAMESPACES, True), (MAX_INDEXED_NAMESPACES + 1, False)]
+)
+def test_a_term_over_many_namespaces_scans(count: int, indexed: bool) -> None:
+    namespaces = [f"ns{i}" for i in range(count)]
+    raw = {"labelSelector": {"matchLabels": {"app": "a"}}, "namespaces": namespaces, "topologyKey": "zone"}
+    term = compile_affinity_term(raw, "ns0")
+    query = term_query(term, raw)
+    assert query.indexed is indexed
+    pods = [_pod(f"p{i}", {"app": "a"}, namespace=ns) for i, ns in enumerate([*namespaces[:3], "elsewhere"])]
+    node = NodeInfo.build("n", None, pods)
+    assert sorted(p.uid for p in query.pods(node)) == ["p0", "p1", "p2"]
 
 
 def test_equalities_are_read_from_match_labels_and_in_only() -> None:

@@ -34,7 +34,7 @@ def _pod(rng: random.Random, uid: str) -> PodInfo:
 
 
 def _facts(rng: random.Random, name: str) -> NodeFacts:
-    return NodeFacts(name=name, images={i: 1 for i in IMAGES if rng.random() < 0.5})
+    return NodeFacts(name=name, images={i: rng.randrange(1, 4) for i in IMAGES if rng.random() < 0.5})
 
 
 def _node(rng: random.Random, name: str, serial: list[int]) -> NodeInfo:
@@ -45,11 +45,20 @@ def _node(rng: random.Random, name: str, serial: list[int]) -> NodeInfo:
     return NodeInfo.build(name, _facts(rng, name) if rng.random() < 0.9 else None, pods)
 
 
+def _name(info: NodeInfo) -> str:
+    return info.name
+
+
 def _expected(snapshot: Snapshot) -> dict[str, Any]:
     infos = list(snapshot.nodes.values())
     return {
         "total": sum(i.node is not None for i in infos),
         "images": {img: sum(1 for i in infos if i.node is not None and img in i.node.images) for img in IMAGES},
+        # kube-scheduler's one size per image: the first holder's by name
+        "sizes": {
+            img: next((i.node.images[img] for i in sorted(infos, key=_name) if i.node and img in i.node.images), 0)
+            for img in IMAGES
+        },
         "anti": {i.name for i in infos if i.pods_with_required_anti_affinity},
         "affinity": {i.name for i in infos if i.pods_with_affinity},
         "labels": {
@@ -64,6 +73,7 @@ def _observed(summary: ClusterSummary) -> dict[str, Any]:
     return {
         "total": summary.total,
         "images": {img: summary.image_nodes(img) for img in IMAGES},
+        "sizes": {img: summary.image_size(img) for img in IMAGES},
         "anti": set(summary.names_with_anti_affinity_pods()),
         "affinity": set(summary.names_with_affinity_pods()),
         "labels": {
@@ -186,3 +196,38 @@ def test_columns_are_patched_for_changed_nodes_only() -> None:
 
     assert after == {"n0": "z0", "n1": "z9", "n4": "z0", "n5": "z1"}
     assert before == {f"n{i}": f"z{i % 2}" for i in range(6)}  # the old table's column is untouched
+
+
+def _with_image(name: str, size: int | None) -> NodeInfo:
+    return NodeInfo.build(name, NodeFacts(name=name, images={} if size is None else {"img": size}), [])
+
+
+def _derived(seed: Snapshot, *replaced: NodeInfo) -> ClusterSummary:
+    nodes = dict(seed.nodes)
+    nodes.update((info.name, info) for info in replaced)
+    return Snapshot(nodes=nodes, summary_seed=seed.seed()).summary()
+
+
+def test_a_pod_only_change_keeps_the_cached_image_size() -> None:
+    first = Snapshot(nodes={n.name: n for n in (_with_image("n1", 5), _with_image("n2", 7))})
+    assert first.summary().image_size("img") == 5
+    n1 = first.nodes["n1"]
+    busier = NodeInfo.build("n1", n1.node, [make_pod("late", node_name="n1")])  # the same NodeFacts object
+    derived = _derived(first, busier)
+    assert derived._image_sizes == {"img": ("n1", 5)}  # carried over, not dropped for a recount
+    assert derived.image_size("img") == 5
+
+
+def test_a_facts_change_that_can_move_the_size_recomputes_it() -> None:
+    first = Snapshot(nodes={n.name: n for n in (_with_image("n1", 5), _with_image("n2", 7), _with_image("n3", 9))})
+    assert first.summary().image_size("img") == 5
+    # A later holder's facts cannot change the size kept by the first one.
+    later = _derived(first, _with_image("n3", 4))
+    assert later._image_sizes == {"img": ("n1", 5)} and later.image_size("img") == 5
+    # The first holder reports another size, drops the image, or an earlier node lists it.
+    assert _derived(first, _with_image("n1", 6)).image_size("img") == 6
+    dropped = _derived(first, _with_image("n1", None))
+    assert "img" not in dropped._image_sizes and dropped.image_size("img") == 7
+    earlier = Snapshot(nodes={**first.nodes, "n0": _with_image("n0", None)})
+    assert earlier.summary().image_size("img") == 5
+    assert _derived(earlier, _with_image("n0", 3)).image_size("img") == 3

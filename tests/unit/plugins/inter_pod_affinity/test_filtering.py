@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from extenders.model import PodInfo
+import pytest
+
+from extenders.labels import NAMESPACE_NAME_LABEL
+from extenders.model import NamespaceInfo, PodInfo
 from extenders.plugins.framework import SKIP, Verdict
 from extenders.plugins.inter_pod_affinity.filtering import InterPodAffinityFilter
 from extenders.snapshot import Snapshot
@@ -135,9 +138,145 @@ def test_adjust_after_removing_the_blocking_pod() -> None:
     adjusted = predicate.adjust(state, pod, snapshot.nodes["n1"], emptied)
     assert predicate.check(pod, emptied, adjusted) == FIT
     assert predicate.check(pod, snapshot.nodes["n1"], state) == ANTI_FAIL  # the original is untouched
-    # And from SKIP: adding a guard creates a constraint.
+    # And from SKIP: kube-scheduler runs no AddPod of a plug-in that skipped the pod, so an added
+    # guard (a nominated pod) is not counted.
     plain = make_pod("plain", labels={"app": "web"})
     skipped = predicate.prepare(plain, cluster(("n1", "z1", []), ("n2", "z2", [])))
     assert skipped is SKIP
     guarded = make_node("n1", labels={ZONE: "z1"}, pods=[with_affinity("guard", anti=[term("web")])])
-    assert predicate.check(plain, guarded, predicate.adjust(skipped, plain, None, guarded)) == EXISTING_FAIL
+    assert predicate.adjust(skipped, plain, None, guarded) is SKIP
+
+
+# ---------------------------------------------------------------- namespaceSelector
+NAMESPACES = {
+    "default": {},
+    "team-a": {"team": "a"},
+    "team-b": {"team": "b"},
+    "other": {},
+}
+
+
+def with_namespaces(snapshot: Snapshot, labels: dict[str, dict[str, str]] = NAMESPACES) -> Snapshot:
+    """``snapshot`` holding Namespaces labelled as ``labels`` says (plus the name label every namespace has)."""
+    snapshot.namespaces = {
+        name: NamespaceInfo(name, {NAMESPACE_NAME_LABEL: name, **extra}) for name, extra in labels.items()
+    }
+    return snapshot
+
+
+def _db_in_three_namespaces() -> Snapshot:
+    return with_namespaces(
+        cluster(
+            ("n1", "z1", [make_pod("db", "team-a", labels={"app": "db"})]),
+            ("n2", "z2", [make_pod("db", "team-b", labels={"app": "db"})]),
+            ("n3", "z3", [make_pod("db", "other", labels={"app": "db"})]),
+            ("n4", "z4", []),
+        )
+    )
+
+
+@pytest.mark.parametrize(
+    ("extra", "fit"),
+    [
+        pytest.param({"namespaceSelector": {"matchLabels": {"team": "a"}}}, {"n1"}, id="labels-match"),
+        pytest.param(
+            {"namespaceSelector": {"matchExpressions": [{"key": "team", "operator": "Exists"}]}},
+            {"n1", "n2"},
+            id="expression",
+        ),
+        pytest.param({"namespaceSelector": {}}, {"n1", "n2", "n3"}, id="empty-selector-all-namespaces"),
+        pytest.param(
+            {"namespaces": ["other"], "namespaceSelector": {"matchLabels": {"team": "b"}}},
+            {"n2", "n3"},
+            id="list-united-with-selector",
+        ),
+        pytest.param(
+            {"namespaces": ["team-a"], "namespaceSelector": {"matchLabels": {"team": "c"}}},
+            {"n1"},
+            id="list-with-selector-selecting-none",
+        ),
+        pytest.param({"namespaceSelector": {"matchLabels": {"team": "c"}}}, set(), id="selects-no-namespace"),
+        pytest.param({}, set(), id="neither-means-own-namespace"),
+        pytest.param(
+            {"namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: "other"}}}, {"n3"}, id="by-name-label"
+        ),
+    ],
+)
+def test_affinity_namespace_selector_matches_namespace_labels(extra: dict[str, Any], fit: set[str]) -> None:
+    pod = with_affinity(affinity=[term("db", **extra)])
+    expected = {n: FIT if n in fit else AFFINITY_FAIL for n in ("n1", "n2", "n3", "n4")}
+    assert verdicts(pod, _db_in_three_namespaces()) == expected
+
+
+@pytest.mark.parametrize(
+    ("extra", "blocked"),
+    [
+        pytest.param({"namespaceSelector": {"matchLabels": {"team": "a"}}}, {"n1"}, id="labels-match"),
+        pytest.param({"namespaceSelector": {}}, {"n1", "n2", "n3"}, id="empty-selector-all-namespaces"),
+        pytest.param(
+            {"namespaces": ["other"], "namespaceSelector": {"matchLabels": {"team": "b"}}},
+            {"n2", "n3"},
+            id="list-united-with-selector",
+        ),
+    ],
+)
+def test_anti_affinity_namespace_selector_matches_namespace_labels(extra: dict[str, Any], blocked: set[str]) -> None:
+    pod = with_affinity(anti=[term("db", **extra)])
+    expected = {n: ANTI_FAIL if n in blocked else FIT for n in ("n1", "n2", "n3", "n4")}
+    assert verdicts(pod, _db_in_three_namespaces()) == expected
+
+
+@pytest.mark.parametrize(
+    ("selector", "incoming_namespace", "blocked"),
+    [
+        pytest.param({"matchLabels": {"team": "a"}}, "team-a", True, id="incoming-namespace-labels-match"),
+        pytest.param({"matchLabels": {"team": "a"}}, "team-b", False, id="incoming-namespace-labels-differ"),
+        pytest.param({}, "team-b", True, id="empty-selector-every-namespace"),
+        pytest.param({"matchLabels": {"team": "a"}}, "guards", False, id="own-namespace-not-selected"),
+        pytest.param(
+            {"matchExpressions": [{"key": "team", "operator": "DoesNotExist"}]}, "default", True, id="does-not-exist"
+        ),
+        # A namespace the watched table does not hold has no labels, as kube-scheduler takes it.
+        pytest.param(
+            {"matchExpressions": [{"key": "team", "operator": "DoesNotExist"}]}, "ghost", True, id="unknown-no-labels"
+        ),
+        pytest.param({"matchLabels": {NAMESPACE_NAME_LABEL: "ghost"}}, "ghost", False, id="unknown-has-no-name"),
+    ],
+)
+def test_existing_pods_anti_affinity_namespace_selector_reads_the_incoming_namespace(
+    selector: dict[str, Any], incoming_namespace: str, blocked: bool
+) -> None:
+    guard = with_affinity("guard", "guards", labels={"app": "guard"}, anti=[term("web", namespaceSelector=selector)])
+    snapshot = with_namespaces(
+        cluster(("n1", "z1", [guard]), ("n2", "z1", []), ("n3", "z2", [])), {**NAMESPACES, "guards": {}}
+    )
+    web = make_pod("incoming", incoming_namespace, labels={"app": "web"})
+    want = EXISTING_FAIL if blocked else FIT
+    assert verdicts(web, snapshot) == {"n1": want, "n2": want, "n3": FIT}
+
+
+def test_first_pod_of_a_self_affine_group_counts_its_namespace_through_the_selector() -> None:
+    snapshot = with_namespaces(cluster(("n1", "z1", []), ("n2", "z2", [])))
+    selector = {"matchLabels": {"team": "a"}}
+    mine = with_affinity("p", "team-a", labels={"app": "web"}, affinity=[term("web", namespaceSelector=selector)])
+    assert verdicts(mine, snapshot) == {"n1": FIT, "n2": FIT}
+    # Its own namespace is not among those the term selects: it does not match its own term.
+    elsewhere = with_affinity("p", "team-b", labels={"app": "web"}, affinity=[term("web", namespaceSelector=selector)])
+    assert verdicts(elsewhere, snapshot) == {"n1": AFFINITY_FAIL, "n2": AFFINITY_FAIL}
+
+
+def test_without_namespaces_in_the_snapshot_only_the_name_label_is_known() -> None:
+    snapshot = cluster(("n1", "z1", [make_pod("db", "team-a", labels={"app": "db"})]), ("n2", "z2", []))
+    by_label = with_affinity(affinity=[term("db", namespaceSelector={"matchLabels": {"team": "a"}})])
+    assert verdicts(by_label, snapshot)["n1"] == AFFINITY_FAIL
+    by_name = with_affinity(affinity=[term("db", namespaceSelector={"matchLabels": {NAMESPACE_NAME_LABEL: "team-a"}})])
+    assert verdicts(by_name, snapshot)["n1"] == FIT
+
+
+def test_a_namespace_relabelled_changes_the_verdict_on_the_next_snapshot() -> None:
+    snapshot = _db_in_three_namespaces()
+    pod = with_affinity(affinity=[term("db", namespaceSelector={"matchLabels": {"team": "a"}})])
+    assert verdicts(pod, snapshot)["n2"] == AFFINITY_FAIL
+    relabelled = Snapshot(nodes=snapshot.nodes)
+    with_namespaces(relabelled, {**NAMESPACES, "team-b": {"team": "a"}})
+    assert verdicts(pod, relabelled)["n2"] == FIT

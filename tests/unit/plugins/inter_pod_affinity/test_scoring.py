@@ -7,8 +7,11 @@ from typing import Any
 import pytest
 
 from extenders.convert import node_facts, pod_info
-from extenders.model import NodeInfo, PodInfo
+from extenders.labels import NAMESPACE_NAME_LABEL
+from extenders.model import NamespaceInfo, NodeInfo, PodInfo
 from extenders.plugins.framework import ScoringContext
+from extenders.plugins.registry import SCORERS
+from extenders.snapshot import Snapshot
 from tests.unit.plugins.scoring import HOST, ZONE
 from tests.unit.plugins.scoring import run as score
 
@@ -164,3 +167,68 @@ def test_prepare_visits_only_pods_with_affinity_when_incoming_has_no_terms() -> 
         info.pods = _NoScanDict(info.pods)
     raw, _ = run(pod("in", labels={"app": "web"}), nodes)
     assert raw["n1"] == 7.0
+
+
+# ---------------------------------------------------------------- namespaceSelector against Namespace labels
+TEAMS = {"default": {}, "team-a": {"team": "a"}, "team-b": {"team": "b"}, "data": {}}
+
+
+def run_with_namespaces(incoming: PodInfo, nodes: list[NodeInfo], hard_weight: int = 1) -> dict[str, float]:
+    """Raw scores over a snapshot that holds the Namespaces of TEAMS (with their name labels)."""
+    ctx = ScoringContext(resource_weights={"cpu": 1, "memory": 1}, hard_pod_affinity_symmetric_weight=hard_weight)
+    snapshot = Snapshot(nodes={n.name: n for n in nodes})
+    snapshot.namespaces = {
+        name: NamespaceInfo(name, {NAMESPACE_NAME_LABEL: name, **labels}) for name, labels in TEAMS.items()
+    }
+    scorer = SCORERS["InterPodAffinity"]
+    state = scorer.prepare(incoming, snapshot, nodes, ctx)
+    return {n.name: scorer.score(incoming, n, state, ctx) for n in nodes}
+
+
+@pytest.mark.parametrize(
+    ("extra", "raw"),
+    [
+        pytest.param({"namespaceSelector": {"matchLabels": {"team": "a"}}}, {"n1": 5.0}, id="labels-match"),
+        pytest.param({"namespaceSelector": {}}, {"n1": 5.0, "n2": 5.0, "n3": 5.0}, id="empty-selector"),
+        pytest.param(
+            {"namespaces": ["data"], "namespaceSelector": {"matchLabels": {"team": "b"}}},
+            {"n2": 5.0, "n3": 5.0},
+            id="list-united-with-selector",
+        ),
+        pytest.param({}, {}, id="neither-means-own-namespace"),
+    ],
+)
+def test_incoming_pods_namespace_selector_matches_namespace_labels(
+    extra: dict[str, Any], raw: dict[str, float]
+) -> None:
+    nodes = [
+        node("n1", "a", [pod("db", "n1", {"app": "db"}, namespace="team-a")]),
+        node("n2", "b", [pod("db", "n2", {"app": "db"}, namespace="team-b")]),
+        node("n3", "c", [pod("db", "n3", {"app": "db"}, namespace="data")]),
+    ]
+    incoming = pod("in", affinity={"podAffinity": {PREFERRED: [weighted(5, "db", **extra)]}})
+    assert run_with_namespaces(incoming, nodes) == {"n1": 0.0, "n2": 0.0, "n3": 0.0, **raw}
+
+
+@pytest.mark.parametrize(
+    ("selector", "incoming_namespace", "matches"),
+    [
+        pytest.param({"matchLabels": {"team": "a"}}, "team-a", True, id="incoming-namespace-labels-match"),
+        pytest.param({"matchLabels": {"team": "a"}}, "team-b", False, id="incoming-namespace-labels-differ"),
+        pytest.param({}, "data", True, id="empty-selector"),
+        pytest.param({"matchLabels": {"team": "a"}}, "ghost", False, id="unknown-namespace-has-no-labels"),
+    ],
+)
+def test_existing_pods_namespace_selector_reads_the_incoming_namespace(
+    selector: dict[str, Any], incoming_namespace: str, matches: bool
+) -> None:
+    preferred = {"podAffinity": {PREFERRED: [weighted(7, "web", namespaceSelector=selector)]}}
+    required = {"podAffinity": {REQUIRED: [term("web", namespaceSelector=selector)]}}
+    anti = {"podAntiAffinity": {PREFERRED: [weighted(3, "web", namespaceSelector=selector)]}}
+    nodes = [
+        node("n1", "a", [pod("e1", "n1", {}, preferred, "data")]),
+        node("n2", "b", [pod("e2", "n2", {}, required, "data")]),
+        node("n3", "c", [pod("e3", "n3", {}, anti, "data")]),
+    ]
+    raw = run_with_namespaces(pod("in", labels={"app": "web"}, namespace=incoming_namespace), nodes, hard_weight=2)
+    assert raw == ({"n1": 7.0, "n2": 2.0, "n3": -3.0} if matches else {"n1": 0.0, "n2": 0.0, "n3": 0.0})

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from extenders import engine
@@ -22,3 +24,43 @@ def test_resource_rows_follow_pods_added_in_place() -> None:
     # and the engine scores with the new row: LeastRequested ((4-3)/4 + (8-3)/8) * 10 / 2
     scores = engine.explain(default_policy(), pod, snapshot, ["n0"])["nodes"]["n0"]["priorities"]
     assert scores["LeastRequested"]["raw"] == pytest.approx((2.5 + 6.25) / 2)
+
+
+@pytest.mark.parametrize(
+    ("spec", "scored", "added"),
+    [
+        # Without pod-level requests both count every container's defaults: 100m + 1, 200Mi each.
+        (
+            {"containers": [{"name": "a"}, {"name": "b", "resources": {"requests": {"cpu": "1"}}}]},
+            (1100, 400),
+            (1100, 400),
+        ),
+        # Pod-level memory, one container naming cpu: a node's totals count that cpu alone, the
+        # pod being scheduled still counts the default for the container that omits it.
+        (
+            {
+                "containers": [{"name": "a"}, {"name": "b", "resources": {"requests": {"cpu": "1"}}}],
+                "resources": {"requests": {"memory": "1Gi"}},
+            },
+            (1100, 1024),
+            (1000, 1024),
+        ),
+        # Pod-level cpu and memory: both are the pod-level values.
+        (
+            {"containers": [{"name": "a"}], "resources": {"requests": {"cpu": "2", "memory": "1Gi"}}},
+            (2000, 1024),
+            (2000, 1024),
+        ),
+    ],
+)
+def test_the_pod_being_scheduled_counts_kube_schedulers_scoring_defaults(
+    spec: dict[str, Any], scored: tuple[int, int], added: tuple[int, int]
+) -> None:
+    incoming = make_pod("in", spec=spec)
+    terms = resource_terms(incoming, {"cpu": 1, "memory": 1}, nonzero=True)
+    assert [(name, request // (2**20 if name == "memory" else 1)) for name, _w, request, _k in terms] == [
+        ("cpu", scored[0]),
+        ("memory", scored[1]),
+    ]
+    node = make_node("n0", pods=[make_pod("placed", node_name="n0", spec=spec)])
+    assert (node.nonzero_cpu, node.nonzero_memory // 2**20) == added

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from extenders.model import PodInfo
+from extenders.model import NodeInfo, PodInfo
 from extenders.plugins.framework import SKIP, Verdict
 from extenders.plugins.pod_topology_spread.filtering import TopologySpreadFilter
 from extenders.snapshot import Snapshot
@@ -117,6 +117,28 @@ def test_match_label_keys_narrow_the_selector() -> None:
     assert verdicts(old, snapshot)["n-a"] == SKEW_FAIL
 
 
+def test_a_missing_selector_selects_nothing_even_with_match_label_keys() -> None:
+    snapshot = make_snapshot(
+        make_node("n-a", labels={ZONE: "a"}, pods=web(2, labels={"rev": "1"})),
+        make_node("n-b", labels={ZONE: "b"}, pods=web(2, labels={"rev": "2"})),
+    )
+    assert set(verdicts(spread_pod(labels={"rev": "2"}, labelSelector=None), snapshot).values()) == {FIT}
+    keyed = spread_pod(labels={"rev": "2"}, labelSelector=None, matchLabelKeys=["rev"])
+    assert set(verdicts(keyed, snapshot).values()) == {FIT}
+
+
+def test_an_empty_selector_counts_no_pod() -> None:
+    """kube-scheduler skips an empty selector when counting; the pod still matches it."""
+    snapshot = make_snapshot(
+        make_node("n-a", labels={ZONE: "a"}, pods=web(2)),
+        make_node("n-b", labels={ZONE: "b"}, pods=web(1)),
+    )
+    assert set(verdicts(spread_pod(labels={"other": "x"}, labelSelector={}), snapshot).values()) == {FIT}
+    # With matchLabelKeys the empty selector gains requirements and counts again.
+    keyed = spread_pod(labels={"app": "web"}, labelSelector={}, matchLabelKeys=["app"])
+    assert verdicts(keyed, snapshot) == {"n-a": SKEW_FAIL, "n-b": FIT}
+
+
 def test_every_constraint_must_hold_and_nodes_need_all_keys() -> None:
     rack = {
         "maxSkew": 1,
@@ -152,3 +174,25 @@ def test_adjust_reflects_removed_pods() -> None:
     assert predicate.check(pod, snapshot.nodes["n-a"], state) == SKEW_FAIL
     lighter = make_node("n-a", labels={ZONE: "a"}, pods=web(1))
     assert predicate.check(pod, lighter, predicate.adjust(state, pod, snapshot.nodes["n-a"], lighter)) == FIT
+
+
+def test_adjust_counts_as_add_pod_and_remove_pod() -> None:
+    """AddPod/RemovePod count the pods of the namespace the selector matches; terminating ones never counted."""
+    app = {"app": "web"}
+    live_a, leaving = make_pod("a", labels=app), make_pod("leaving", labels=app, deleting=True)
+    snapshot = make_snapshot(
+        make_node("n-a", labels={ZONE: "a"}, pods=[live_a, leaving]),
+        make_node("n-b", labels={ZONE: "b"}, pods=[make_pod("b", labels=app)]),
+    )
+    predicate = TopologySpreadFilter()
+    pod = spread_pod()
+    state = predicate.prepare(pod, snapshot)
+    n_a, n_b = snapshot.nodes["n-a"], snapshot.nodes["n-b"]
+    assert predicate.check(pod, n_b, state) == FIT  # PreFilter: a 1, b 1 (the terminating pod left out)
+    without_terminating = NodeInfo.build("n-a", n_a.node, [live_a], n_a.generation)
+    assert predicate.check(pod, n_b, predicate.adjust(state, pod, n_a, without_terminating)) == FIT  # still a 1
+    emptied = NodeInfo.build("n-a", n_a.node, [leaving], n_a.generation)
+    assert predicate.check(pod, n_b, predicate.adjust(state, pod, n_a, emptied)) == SKEW_FAIL  # RemovePod: a 0, b 1
+    # A node whose labels changed is recounted as PreFilter counts.
+    moved = make_node("n-a", labels={ZONE: "b"}, pods=[live_a])
+    assert predicate.check(pod, n_b, predicate.adjust(state, pod, n_a, moved)) == SKEW_FAIL

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from extenders.model import NodeInfo, PodInfo
+from extenders.model import ControllerInfo, NodeInfo, PodInfo, ServiceInfo
 from tests.unit.plugins.scoring import HOST, ZONE, run
 from tests.unit.plugins.spread import node, pod
 
@@ -125,12 +125,28 @@ def test_topology_spread_hostname_and_max_skew() -> None:
     assert normalized == pytest.approx({name: 10 * (high + low - s) / high for name, s in raw.items()})
 
 
-def test_topology_spread_empty_selector_counts_nothing() -> None:
+@pytest.mark.parametrize("selector", [None, {}])
+def test_topology_spread_missing_or_empty_selector_counts_nothing(selector: dict[str, Any] | None) -> None:
     candidates, extra = _topology_nodes()
-    incoming = pod("in", spec={"topologySpreadConstraints": [_constraint(selector={})]})
-    raw, normalized = run("PodTopologySpread", incoming, candidates, extra)
+    constraint = _constraint(selector={"drop": "me"})
+    if selector is None:
+        del constraint["labelSelector"]
+    else:
+        constraint["labelSelector"] = selector
+    raw, normalized = run(
+        "PodTopologySpread", pod("in", spec={"topologySpreadConstraints": [constraint]}), candidates, extra
+    )
     assert raw == {"n1": 0.0, "n2": 0.0, "n3": 0.0, "n4": 0.0}
     assert normalized == {"n1": 10.0, "n2": 10.0, "n3": 10.0, "n4": 0.0}
+
+
+def test_topology_spread_match_label_keys_give_an_empty_selector_requirements() -> None:
+    candidates, extra = _topology_nodes()
+    constraint = _constraint(selector={}, matchLabelKeys=["version"])
+    incoming = pod("in", labels={"version": "v2"}, spec={"topologySpreadConstraints": [constraint]})
+    raw, _ = run("PodTopologySpread", incoming, candidates, extra)
+    weight = math.log(2 + 2)  # two candidate zones; only w3 (zone a) carries version=v2
+    assert raw == pytest.approx({"n1": weight, "n2": weight, "n3": 0.0, "n4": 0.0})
 
 
 def test_topology_spread_without_soft_constraints_is_skipped() -> None:
@@ -139,3 +155,81 @@ def test_topology_spread_without_soft_constraints_is_skipped() -> None:
         raw, normalized = run("PodTopologySpread", pod("in", labels={"app": "web"}, spec=spec), candidates, extra)
         assert set(raw.values()) == {0.0}
         assert set(normalized.values()) == {0.0}
+
+
+WEB_SERVICE = {"services": {"default/web": ServiceInfo("default", "web", {"app": "web"})}}
+
+
+def _default_nodes() -> tuple[list[NodeInfo], list[NodeInfo]]:
+    candidates = [
+        node("n1", {ZONE: "a"}, [_web("w1", "n1"), _web("w2", "n1"), pod("o1", "n1", {"app": "db"})]),
+        node("n2", {ZONE: "a"}, [_web("w3", "n2"), pod("w9", "n2", {"app": "web"}, deleting=True)]),
+        node("n3", {ZONE: "b"}),
+        node("n4", {}, [_web("w4", "n4")]),  # no zone label: spread by hostname only, not ignored
+    ]
+    extra = [
+        node("n5", {ZONE: "b"}, [_web("w5", "n5")]),
+        node("n6", {}, [_web("w6", "n6")]),  # no zone label, not a candidate: counts towards the '' domain
+        node("n7", {ZONE: "c"}, [_web("w7", "n7")]),  # a domain of no candidate
+    ]
+    return candidates, extra
+
+
+def test_a_pod_without_constraints_gets_the_system_defaults_with_its_service_selector() -> None:
+    candidates, extra = _default_nodes()
+    raw, normalized = run("PodTopologySpread", pod("in", labels={"app": "web"}), candidates, extra, tables=WEB_SERVICE)
+    host = math.log(4 + 2)  # every candidate counts as a hostname domain, none is ignored
+    zone = math.log(3 + 2)  # a, b and '' (the candidate without the label)
+    # hostname maxSkew 3 adds 2, zone maxSkew 5 adds 4; zone counts: a 3, b 1, '' 2 (w4, w6)
+    expected = {
+        "n1": 2 * host + 2 + 3 * zone + 4,
+        "n2": 1 * host + 2 + 3 * zone + 4,
+        "n3": 0 * host + 2 + 1 * zone + 4,
+        "n4": 1 * host + 2,  # no zone label: the zone constraint adds nothing
+    }
+    assert raw == pytest.approx(expected)
+    high, low = max(expected.values()), min(expected.values())
+    assert normalized == pytest.approx({n: 10 * (high + low - s) / high for n, s in expected.items()})
+    # no defaults when no Service or controller selects the pod, or when it declares any constraint
+    db_only = {"services": {"default/db": ServiceInfo("default", "db", {"app": "db"})}}
+    raw, normalized = run("PodTopologySpread", pod("in", labels={"app": "web"}), candidates, extra, tables=db_only)
+    assert set(raw.values()) == {0.0} and set(normalized.values()) == {0.0}
+    hard = pod("in", labels={"app": "web"}, spec={"topologySpreadConstraints": [_constraint(when="DoNotSchedule")]})
+    raw, normalized = run("PodTopologySpread", hard, candidates, extra, tables=WEB_SERVICE)
+    assert set(raw.values()) == {0.0} and set(normalized.values()) == {0.0}
+    # declared soft constraints keep requiring every key: n4 is ignored there
+    soft = pod("in", labels={"app": "web"}, spec={"topologySpreadConstraints": [_constraint()]})
+    raw, normalized = run("PodTopologySpread", soft, candidates, extra, tables=WEB_SERVICE)
+    assert raw["n4"] == 0.0 and normalized["n4"] == 0.0 and raw["n3"] == pytest.approx(math.log(2 + 2))
+
+
+def test_a_zone_label_with_an_empty_value_reads_the_domain_of_nodes_without_one() -> None:
+    candidates, extra = _default_nodes()
+    candidates.append(node("n8", {ZONE: ""}))
+    raw, _ = run("PodTopologySpread", pod("in", labels={"app": "web"}), candidates, extra, tables=WEB_SERVICE)
+    host, zone = math.log(5 + 2), math.log(3 + 2)
+    assert raw["n8"] == pytest.approx(2 + 2 * zone + 4)  # w4 and w6 sit on nodes without the label
+    assert raw["n4"] == pytest.approx(host + 2)
+
+
+def test_the_defaults_honour_the_pods_node_affinity_when_counting() -> None:
+    candidates, extra = _default_nodes()
+    for info in extra:
+        assert info.node is not None
+        info.node.labels["pool"] = "other"
+    incoming = pod("in", labels={"app": "web"}, spec={"nodeSelector": {"pool": "main"}})
+    for info in candidates:
+        assert info.node is not None
+        info.node.labels["pool"] = "main"
+    raw, _ = run("PodTopologySpread", incoming, candidates, extra, tables=WEB_SERVICE)
+    zone = math.log(3 + 2)
+    assert raw["n3"] == pytest.approx(2 + 0 * zone + 4)  # w5 on n5 fails the nodeSelector: not counted
+
+
+def test_the_defaults_use_the_controllers_selector() -> None:
+    candidates, extra = _default_nodes()
+    owned = pod("in", labels={"app": "web"}, owner_uid="rs-uid")
+    tables = {"replica_sets": {"default/rs": ControllerInfo("default", "rs", {"matchLabels": {"app": "web"}})}}
+    by_controller, _ = run("PodTopologySpread", owned, candidates, extra, tables=tables)
+    by_service, _ = run("PodTopologySpread", owned, candidates, extra, tables=WEB_SERVICE)
+    assert by_controller == pytest.approx(by_service) and by_controller["n1"] > 0

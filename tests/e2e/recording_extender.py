@@ -1,0 +1,117 @@
+"""An extender that kube-scheduler calls in front of our replica, to compare their verdicts.
+
+Registered with ``nodeCacheCapable: true`` and only a filter verb, it receives the nodes
+kube-scheduler's own default plugins found feasible, asks our replica's ``/filter`` about every
+node of the test, records both answers, and hands kube-scheduler our verdict on its nodes.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import httpx
+
+from app.embedded_redis import free_port
+
+
+@dataclass
+class FilterCall:
+    pod: dict[str, Any]
+    theirs: set[str]  # the nodes kube-scheduler's plugins passed (of the compared ones)
+    ours: set[str]  # the nodes our replica passed (of the compared ones)
+    reasons: dict[str, str] = field(default_factory=dict)  # our failure reason per refused node
+    error: str = ""
+    scheduler_message: str = ""  # kube-scheduler's own account, when it found no node (no call then)
+    direct: bool = False  # asked by the test itself: kube-scheduler found no node and called no extender
+    diagnosis: str = ""  # what the test saw of both sides when the verdicts differed
+
+    @property
+    def key(self) -> str:
+        meta = self.pod.get("metadata") or {}
+        return f"{meta.get('namespace')}/{meta.get('name')}"
+
+
+class RecordingExtender:
+    def __init__(self, replica_url: str, nodes: Sequence[str]) -> None:
+        self.replica_url = replica_url
+        self.nodes = list(nodes)
+        self.calls: list[FilterCall] = []
+        self._lock = threading.Lock()
+        self._client = httpx.Client(timeout=10)
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), self._handler())
+        self._thread = threading.Thread(target=self._server.serve_forever, name="recording-extender", daemon=True)
+        self._thread.start()
+
+    def entry(self) -> dict[str, Any]:
+        """Its extender entry for a KubeSchedulerConfiguration."""
+        return {
+            "urlPrefix": self.url,
+            "filterVerb": "filter",
+            "weight": 1,
+            "nodeCacheCapable": True,
+            "httpTimeout": "10s",
+            "ignorable": False,
+        }
+
+    def ask(self, pod: dict[str, Any]) -> tuple[set[str], dict[str, str], str]:
+        """Our replica's verdict for ``pod`` over every compared node: (passing, reasons, error)."""
+        resp = self._client.post(f"{self.replica_url}/filter", json={"Pod": pod, "NodeNames": self.nodes})
+        if resp.status_code != 200:
+            return set(), {}, f"HTTP {resp.status_code}: {resp.text[:500]}"
+        answer = resp.json()
+        reasons = {**(answer.get("FailedNodes") or {}), **(answer.get("FailedAndUnresolvableNodes") or {})}
+        return set(answer.get("NodeNames") or []), reasons, answer.get("Error") or ""
+
+    def calls_for(self, key: str) -> list[FilterCall]:
+        with self._lock:
+            return [c for c in self.calls if c.key == key]
+
+    def _record(self, body: dict[str, Any]) -> dict[str, Any]:
+        pod = body.get("Pod") or {}
+        compared = set(self.nodes)
+        theirs = set(body.get("NodeNames") or [])
+        ours, reasons, error = self.ask(pod)
+        call = FilterCall(pod, theirs & compared, ours & compared, reasons, error)
+        with self._lock:
+            self.calls.append(call)
+        if error:
+            return {"NodeNames": None, "FailedNodes": {}, "Error": error}
+        passing = [n for n in body.get("NodeNames") or [] if n in ours or n not in compared]
+        failed = {n: reasons.get(n, "refused by the extender") for n in theirs - set(passing)}
+        return {"NodeNames": passing, "FailedNodes": failed, "Error": ""}
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        recorder = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                if self.path.rstrip("/").endswith("/filter"):
+                    answer = recorder._record(body)
+                    status = 200
+                else:
+                    answer, status = {"Error": f"unexpected verb {self.path}"}, 404
+                data = json.dumps(answer).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+        return Handler
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._client.close()
