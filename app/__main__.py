@@ -1,4 +1,7 @@
-"""``python -m app``: run one replica; with no Redis configured, start a private one."""
+"""``python -m app``: run one replica; with no Redis and no Kubernetes API configured, start a private Redis.
+
+HTTPS, mutual TLS and the plain-HTTP health port come from settings (see app.tls, app.serving).
+"""
 
 from __future__ import annotations
 
@@ -8,11 +11,10 @@ import signal
 import sys
 from importlib.metadata import PackageNotFoundError, version
 
-import uvicorn
-
-from app.embedded_redis import EmbeddedRedis, EmbeddedRedisError
+from app.embedded_redis import EmbeddedRedis, EmbeddedRedisError, embedded_redis_refusal
 from app.logging_config import configure_logging
 from app.settings import SettingsError, load_settings, settings_help
+from app.tls import tls_files
 
 
 def _exit_on_signal(signum: int, frame: object) -> None:
@@ -40,11 +42,23 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         settings = load_settings()
+        tls = tls_files(settings)  # missing, unreadable or mismatched files stop here, naming the setting
+        if settings.health_port is not None and settings.health_port == args.port:
+            raise SettingsError(f"EXTENDER_HEALTH_PORT={settings.health_port}: the same port as --port")
     except SettingsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    refusal = embedded_redis_refusal(settings)
+    if refusal is not None:
+        print(f"error: {refusal}", file=sys.stderr)
+        return 2
     configure_logging(settings.log_level, settings.log_format, settings.replica_id)
     log = logging.getLogger("app")
+    if tls is not None and tls.mutual and settings.health_port is None:
+        log.warning(
+            "mutual TLS without EXTENDER_HEALTH_PORT: probes must present a client certificate "
+            "(an HTTP probe cannot); see the README's Security section"
+        )
     embedded: EmbeddedRedis | None = None
     if not settings.redis_url:
         try:
@@ -58,23 +72,17 @@ def main(argv: list[str] | None = None) -> int:
     # lets the finally below stop the embedded Redis instead of the process dying first.
     signal.signal(signal.SIGTERM, _exit_on_signal)
     try:
-        from app.main import create_app  # imported late: a policy error should come after logging is set
+        # Imported late: a policy error should come after logging is set.
+        from app.main import create_app
+        from app.serving import HEALTH_PORT, listen_socket, serve
 
         try:
-            application = create_app(settings)
-        except (ValueError, OSError) as exc:
+            application = create_app(settings, redis_embedded=embedded is not None)
+            health = listen_socket(args.host, settings.health_port, HEALTH_PORT) if settings.health_port else None
+        except (ValueError, OSError) as exc:  # SettingsError is a ValueError
             print(f"error: {exc}", file=sys.stderr)
             return 2
-        uvicorn.run(
-            application,
-            host=args.host,
-            port=args.port,
-            log_level=settings.log_level.lower(),
-            log_config=None,  # configure_logging already routes uvicorn's loggers
-            access_log=settings.access_log,
-            loop="uvloop",
-            http="httptools",
-        )
+        serve(application, settings, args.host, args.port, tls, health)
     finally:
         if embedded is not None:
             embedded.stop()

@@ -1,7 +1,8 @@
 """Start a private redis-server on a free loopback port: the zero-configuration default.
 
-Used by ``python -m app`` when no Redis URL is configured, and by the test suite.
-Persistence is off; the data lives as long as the process.
+Used by ``python -m app`` when no Redis URL is configured and no Kubernetes API is (see
+``embedded_redis_refusal``), and by the test suite. Persistence is off; the data lives as long as
+the process.
 """
 
 from __future__ import annotations
@@ -16,6 +17,10 @@ import sys
 import tempfile
 import time
 from types import TracebackType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from app.settings import Settings
 
 _PR_SET_PDEATHSIG = 1  # from <sys/prctl.h>
 
@@ -48,6 +53,45 @@ def find_redis_server() -> str:
             "install one (apt-get install redis-server) or point EXTENDER_REDIS_URL at a server"
         )
     return path
+
+
+def _kube_api_source(settings: Settings) -> str | None:
+    """What configures a Kubernetes API for this process, or None when none is."""
+    from extenders.kube.config import SERVICE_ACCOUNT_DIR, KubeConfigError, find_kubeconfig
+
+    if settings.kube_mode == "off":
+        return None
+    if settings.kube_mode == "on":
+        return "EXTENDER_KUBE_MODE=on"
+    if settings.kube_url:
+        return "EXTENDER_KUBE_URL is set"
+    try:
+        if find_kubeconfig() is None:
+            return None
+    except KubeConfigError:  # present but broken: a cluster was meant all the same
+        pass
+    if os.environ.get("KUBERNETES_SERVICE_HOST") and (SERVICE_ACCOUNT_DIR / "token").is_file():
+        return "EXTENDER_KUBE_MODE=auto found the pod's service account"
+    return f"EXTENDER_KUBE_MODE=auto found the kubeconfig {os.environ.get('KUBECONFIG') or '~/.kube/config'}"
+
+
+def embedded_redis_refusal(settings: Settings) -> str | None:
+    """Why a private Redis must not be started, or None when it may.
+
+    Replicas share their state through one Redis; a replica that starts its own beside a cluster
+    (its EXTENDER_REDIS_URL forgotten or misspelt) would lead its own watch and place pods on
+    capacity the others also count. So with a Kubernetes API configured it is refused unless asked
+    for (EXTENDER_EMBEDDED_REDIS=true, for one local replica against a test cluster)."""
+    if settings.redis_url or settings.embedded_redis:
+        return None
+    source = _kube_api_source(settings)
+    if source is None:
+        return None
+    return (
+        f"EXTENDER_REDIS_URL is not set and a Kubernetes API is configured ({source}): a private Redis per "
+        "replica would split the shared state; set EXTENDER_REDIS_URL to the replicas' Redis, or "
+        "EXTENDER_EMBEDDED_REDIS=true to run one replica on a private Redis anyway"
+    )
 
 
 class EmbeddedRedis:

@@ -14,6 +14,7 @@ from app.body_limit import BodyLimitMiddleware
 from app.json_body import JsonBodyMiddleware
 from app.metrics import Metrics
 from app.metrics_middleware import MetricsMiddleware
+from app.operator_access import OperatorTokenMiddleware
 from app.routes import cache, gangs, health, nodes, verbs
 from app.service import Scheduler
 from app.settings import Settings, load_settings
@@ -66,11 +67,15 @@ def gang_config(settings: Settings) -> GangConfig:
     )
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
-    """Build the app; nothing connects until the lifespan starts (so the OpenAPI export needs no Redis)."""
+def create_app(settings: Settings | None = None, *, redis_embedded: bool = False) -> FastAPI:
+    """Build the app; nothing connects until the lifespan starts (so the OpenAPI export needs no Redis).
+
+    ``redis_embedded``: ``settings.redis_url`` is a private redis-server started for this process."""
     settings = settings or load_settings()
     # A bad policy is a startup error with a clear message, before any port is bound.
-    state = AppState(settings=settings, metrics=Metrics(), policy=load_policy(settings.policy_file))
+    state = AppState(
+        settings=settings, metrics=Metrics(), policy=load_policy(settings.policy_file), redis_embedded=redis_embedded
+    )
     state.equivalence = EquivalenceCache(
         CacheConfig(
             enabled=settings.equivalence_cache,
@@ -126,11 +131,25 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Added last = outermost: the metrics see requests the body limit rejects.
     app.add_middleware(JsonBodyMiddleware)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    if settings.operator_token:  # outside the body limit: a request without the token reads no body
+        app.add_middleware(OperatorTokenMiddleware, token=settings.operator_token)
     app.add_middleware(MetricsMiddleware, metrics=state.metrics)
     errors.install(app)
     app.include_router(verbs.router)
-    app.include_router(nodes.router)
-    app.include_router(gangs.router)
-    app.include_router(cache.router)
+    if settings.operator_api:  # off: /v1/* answers 404 and is left out of the OpenAPI document
+        app.include_router(verbs.operator_router)
+        app.include_router(nodes.router)
+        app.include_router(gangs.router)
+        app.include_router(cache.router)
     app.include_router(health.router)
     return app
+
+
+def create_health_app(app: FastAPI) -> FastAPI:
+    """Only /healthz, /readyz and /metrics of ``app``, sharing its state: what the plain-HTTP health
+    port (EXTENDER_HEALTH_PORT) serves, for probes and scrapers that present no client certificate.
+    It has no lifespan of its own: ``app``'s lifespan starts and stops what both read."""
+    health_app = FastAPI(title="kube-gang-extender health", openapi_url=None, docs_url=None, redoc_url=None)
+    health_app.state.extender = app.state.extender
+    health_app.include_router(health.router)
+    return health_app

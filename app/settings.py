@@ -75,6 +75,34 @@ class Settings(BaseSettings):
         "and verb, pod, gang, node when known)",
     )
     access_log: bool = Field(default=False, description="log every request (uvicorn access log)")
+    embedded_redis: bool = Field(
+        default=False,
+        description="start a private redis-server when EXTENDER_REDIS_URL is unset even though a Kubernetes API "
+        "is configured (otherwise refused: each replica would have its own state)",
+    )
+    tls_cert_file: str | None = Field(
+        default=None, description="PEM certificate (chain) to serve HTTPS with; unset: plain HTTP"
+    )
+    tls_key_file: str | None = Field(default=None, description="PEM private key of tls_cert_file (not encrypted)")
+    tls_client_ca_file: str | None = Field(
+        default=None, description="PEM CA bundle: require a client certificate signed by it (mutual TLS)"
+    )
+    tls_reload_interval_seconds: float = Field(
+        default=5.0, gt=0, description="how often the certificate and key files are checked for a new pair"
+    )
+    health_port: int | None = Field(
+        default=None,
+        ge=1,
+        le=65535,
+        description="a second, plain-HTTP port serving only /healthz, /readyz and /metrics "
+        "(for probes under mutual TLS); unset: none",
+    )
+    operator_api: bool = Field(
+        default=True, description="serve the operator endpoints /v1/* (explain, nodes, gangs, cache stats)"
+    )
+    operator_token: str | None = Field(
+        default=None, description="require 'Authorization: Bearer <token>' on /v1/*; unset: no token"
+    )
 
     @field_validator("log_level", "log_format", mode="before")
     @classmethod

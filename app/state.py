@@ -27,6 +27,8 @@ class AppState:
     scheduler: Scheduler | None = None
     gangs: GangService | None = None
     equivalence: EquivalenceCache = field(default_factory=EquivalenceCache)
+    # True when settings.redis_url is the private redis-server python -m app started (for /readyz).
+    redis_embedded: bool = False
 
 
 def get_state(request: Request) -> AppState:

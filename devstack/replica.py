@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -18,12 +19,29 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 class ServerProcess:
-    """One replica: a uvicorn process serving the app, with its log kept for failures."""
+    """One replica: a uvicorn process serving the app, with its log kept for failures.
 
-    def __init__(self, env: dict[str, str], name: str, port: int | None = None) -> None:
+    With ``EXTENDER_TLS_CERT_FILE`` in ``env`` it serves HTTPS (``url`` says so) and ``client_tls``
+    is what this side's requests use (the CA to trust, and the client certificate under mutual
+    TLS); ``health_port`` starts the plain-HTTP health port, which the waits then probe."""
+
+    def __init__(
+        self,
+        env: dict[str, str],
+        name: str,
+        port: int | None = None,
+        *,
+        health_port: int | None = None,
+        client_tls: ssl.SSLContext | None = None,
+    ) -> None:
         self.port = port or free_port()
         self.name = name
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"{'https' if env.get('EXTENDER_TLS_CERT_FILE') else 'http'}://127.0.0.1:{self.port}"
+        self.health_port = health_port
+        self.client_tls = client_tls
+        self.probe_url = f"http://127.0.0.1:{health_port}" if health_port else self.url
+        if health_port:
+            env = {**env, "EXTENDER_HEALTH_PORT": str(health_port)}
         self.log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"extender-{name}-{self.port}.log"
         full_env = {**os.environ, **env, "EXTENDER_REPLICA_ID": name, "PYTHONUNBUFFERED": "1"}
         self._log = self.log_path.open("wb")
@@ -42,7 +60,7 @@ class ServerProcess:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"server {self.name} exited with {self.proc.returncode}:\n{self.log()}")
             try:
-                if httpx.get(f"{self.url}/healthz", timeout=0.5).status_code == 200:
+                if httpx.get(f"{self.probe_url}/healthz", timeout=0.5, verify=self.verify).status_code == 200:
                     return self
             except httpx.HTTPError:
                 pass
@@ -56,13 +74,24 @@ class ServerProcess:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"server {self.name} exited with {self.proc.returncode}:\n{self.log()}")
             try:
-                last = httpx.get(f"{self.url}/readyz", timeout=1.0)
+                last = httpx.get(f"{self.probe_url}/readyz", timeout=1.0, verify=self.verify)
                 if last.status_code == 200:
                     return self
             except httpx.HTTPError as exc:
                 last = exc
             time.sleep(0.1)
         raise RuntimeError(f"server {self.name} not ready within {timeout}s (last: {last}):\n{self.log()}")
+
+    @property
+    def verify(self) -> ssl.SSLContext | bool:
+        return self.client_tls if self.client_tls is not None else True
+
+    def client(self, timeout: float = 10.0) -> httpx.Client:
+        """A client for the replica's main port, with its TLS settings."""
+        return httpx.Client(base_url=self.url, verify=self.verify, timeout=timeout)
+
+    def get(self, path: str, timeout: float = 5.0) -> httpx.Response:
+        return httpx.get(f"{self.url}{path}", verify=self.verify, timeout=timeout)
 
     def log(self) -> str:
         self._log.flush()

@@ -11,13 +11,14 @@ import secrets
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import httpx
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from app.embedded_redis import free_port
 from devstack.balancer import Balancer
 from devstack.controlplane import ControlPlane, KubeScheduler, extender_entries
 from devstack.replica import ServerProcess
+from devstack.tls import MutualTLS
 
 
 class Stack:
@@ -34,8 +35,13 @@ class Stack:
         bind_timeout: str = "45s",
         scheduler_verbosity: int = 2,
         percentage_of_nodes_to_score: int | None = None,
+        tls: MutualTLS | None = None,
     ) -> None:
+        """``tls``: the replicas serve mutual TLS (each with a plain-HTTP health port for the waits)
+        and kube-scheduler calls them with ``enableHTTPS`` and that ``tlsConfig``, through the
+        balancer (a TCP proxy: TLS passes through it)."""
         self.plane = plane
+        self.tls = tls
         self.name = f"gang-{secrets.token_hex(3)}"
         self.workdir = workdir / self.name
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -47,6 +53,7 @@ class Stack:
             "EXTENDER_KUBE_MODE": "on",
             "KUBECONFIG": str(kubeconfig),
             "EXTENDER_LEASE_SECONDS": "5",
+            **(tls.replica_env() if tls is not None else {}),
             **(env or {}),
         }
         self.replicas: list[ServerProcess] = []
@@ -54,15 +61,17 @@ class Stack:
         self.scheduler: KubeScheduler | None = None
         try:
             for i in range(replicas):
-                self.replicas.append(ServerProcess(self.env, f"{self.name}-r{i + 1}"))
+                self.replicas.append(self._replica(f"{self.name}-r{i + 1}"))
             for replica in self.replicas:
                 replica.wait_ready(60)
             self.balancer = Balancer([("127.0.0.1", r.port) for r in self.replicas])
+            self.url = self.balancer.url if tls is None else f"https://127.0.0.1:{self.balancer.port}"
             entries = extender_entries(
-                self.balancer.url,
+                self.url,
                 filter_timeout=filter_timeout,
                 bind_timeout=bind_timeout,
                 managed_resources=managed_resources,
+                tls=tls.scheduler_tls_config() if tls is not None else None,
             )
             self.scheduler = KubeScheduler(
                 plane,
@@ -76,11 +85,22 @@ class Stack:
             self.stop()
             raise
 
+    def _replica(self, name: str, port: int | None = None, health_port: int | None = None) -> ServerProcess:
+        if self.tls is None:
+            return ServerProcess(self.env, name, port=port)
+        return ServerProcess(
+            self.env,
+            name,
+            port=port,
+            health_port=health_port or free_port(),
+            client_tls=self.tls.client_context(),
+        )
+
     def restart_replica(self, index: int) -> ServerProcess:
         """Start a fresh process in place of replica ``index`` on the same port (the balancer's backend)."""
         old = self.replicas[index]
         old.stop()
-        fresh = ServerProcess(self.env, old.name, port=old.port)
+        fresh = self._replica(old.name, port=old.port, health_port=old.health_port)
         fresh.wait_ready(60)
         self.replicas[index] = fresh
         return fresh
@@ -104,7 +124,7 @@ class Stack:
         for replica in self.replicas:
             if replica.proc.poll() is not None:
                 continue
-            text = httpx.get(f"{replica.url}/metrics", timeout=5).text
+            text = replica.get("/metrics").text
             for family in text_string_to_metric_families(text):
                 for sample in family.samples:
                     if sample.name == sample_name and sample.labels.get("verb") == verb:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -12,6 +13,22 @@ from app.responses import JSONAnswer
 from app.state import get_state
 
 router = APIRouter(tags=["operations"])
+
+
+def redacted_url(url: str | None) -> str | None:
+    """``url`` with its password (in the user part or the query) replaced by ``***``."""
+    if not url:
+        return url
+    parts = urlsplit(url)
+    head, sep, query = url.partition("?")
+    if parts.password is not None:
+        userinfo, _, host = parts.netloc.rpartition("@")
+        head = head.replace(parts.netloc, f"{userinfo.partition(':')[0]}:***@{host}", 1)
+    fields = [
+        f"{field.partition('=')[0]}=***" if field.lower().startswith("password=") else field
+        for field in query.split("&")
+    ]
+    return head + sep + "&".join(fields)
 
 
 @router.get("/healthz", summary="The process is alive")
@@ -26,10 +43,12 @@ async def healthz() -> dict[str, str]:
 )
 async def readyz(request: Request) -> JSONAnswer:
     state = get_state(request)
+    # Which Redis: two replicas with different ones would each think it is the only one.
+    which = {"redis_url": redacted_url(state.settings.redis_url), "redis_embedded": state.redis_embedded}
     if state.runtime is None:
-        return JSONAnswer({"ready": False, "reason": "starting"}, status_code=503)
+        return JSONAnswer({"ready": False, "reason": "starting", **which}, status_code=503)
     ready, details = await state.runtime.readiness()
-    return JSONAnswer({"ready": ready, **details}, status_code=200 if ready else 503)
+    return JSONAnswer({"ready": ready, **details, **which}, status_code=200 if ready else 503)
 
 
 @router.get("/metrics", summary="Prometheus metrics", response_class=Response)

@@ -25,6 +25,8 @@ from app.wire import (
 )
 
 router = APIRouter(tags=["extender"])
+# /v1/explain sits with the other operator endpoints: behind EXTENDER_OPERATOR_TOKEN, off with EXTENDER_OPERATOR_API.
+operator_router = APIRouter(tags=["extender"])
 
 
 def _scheduler(state: AppState) -> Scheduler:
@@ -78,6 +80,6 @@ async def bind(args: ExtenderBindingArgs, request: Request) -> JSONAnswer:
     return JSONAnswer(answer)
 
 
-@router.post("/v1/explain", summary="Every predicate's verdict and every priority's score, per node")
+@operator_router.post("/v1/explain", summary="Every predicate's verdict and every priority's score, per node")
 async def explain(args: ExplainArgs, request: Request) -> JSONAnswer:
     return JSONAnswer(await _scheduler(get_state(request)).explain(args))

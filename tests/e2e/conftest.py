@@ -12,7 +12,6 @@ import secrets
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import httpx
 import pytest
 
 from devstack.controlplane import ControlPlane, find_binaries
@@ -117,7 +116,7 @@ class Cluster:
         def check() -> bool:
             for replica in self.stack.replicas:
                 for name in self.node_names:
-                    if httpx.get(f"{replica.url}/v1/nodes/{name}", timeout=2).status_code != 200:
+                    if replica.get(f"/v1/nodes/{name}", timeout=2).status_code != 200:
                         return False
             return True
 
