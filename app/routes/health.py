@@ -14,9 +14,12 @@ from app.state import get_state
 
 router = APIRouter(tags=["operations"])
 
+_SECRET_FIELDS = ("password=", "ssl_password=")
+
 
 def redacted_url(url: str | None) -> str | None:
-    """``url`` with its password (in the user part or the query) replaced by ``***``."""
+    """``url`` with its password (in the user part, or ``password=``/``ssl_password=`` in the query)
+    replaced by ``***``."""
     if not url:
         return url
     parts = urlsplit(url)
@@ -25,7 +28,7 @@ def redacted_url(url: str | None) -> str | None:
         userinfo, _, host = parts.netloc.rpartition("@")
         head = head.replace(parts.netloc, f"{userinfo.partition(':')[0]}:***@{host}", 1)
     fields = [
-        f"{field.partition('=')[0]}=***" if field.lower().startswith("password=") else field
+        f"{field.partition('=')[0]}=***" if field.lower().startswith(_SECRET_FIELDS) else field
         for field in query.split("&")
     ]
     return head + sep + "&".join(fields)
@@ -48,6 +51,10 @@ async def readyz(request: Request) -> JSONAnswer:
     if state.runtime is None:
         return JSONAnswer({"ready": False, "reason": "starting", **which}, status_code=503)
     ready, details = await state.runtime.readiness()
+    if "error" in details and "reason" not in details:
+        # Name the Redis (password masked): a wrong password or CA shows as which server refused what.
+        refused = "refused the credentials in EXTENDER_REDIS_URL" if "Authentication" in details["error"] else "failed"
+        details["reason"] = f"Redis {which['redis_url']} {refused}: {details['error']}"
     return JSONAnswer({"ready": ready, **details, **which}, status_code=200 if ready else 503)
 
 
