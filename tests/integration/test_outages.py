@@ -137,3 +137,43 @@ def test_api_server_refusing_binds_binds_nothing_and_keeps_no_reservation(
             lambda: any(p["uid"] == args["PodUID"] for p in http.get("/v1/nodes/n1").json()["pods"]),
             what="bound pod in the snapshot",
         )
+
+
+def test_redis_lost_under_a_watching_leader_binds_nothing_then_the_leader_relists(
+    own_redis: EmbeddedRedis, fake_kube: FakeKube
+) -> None:
+    """Redis gone while the replica leads the watch: bind is an error and the API server binds nothing; Redis
+    back empty: the leader relists, the snapshot is rebuilt and the same bind goes through."""
+    fake_kube.client.create(make_node("n1", cpu="4"))
+    pod = fake_kube.client.create(make_pod("web", cpu="1"))
+    env = {
+        "EXTENDER_REDIS_URL": own_redis.url,
+        "EXTENDER_REDIS_PREFIX": "lost",
+        "EXTENDER_KUBE_URL": fake_kube.url,
+        "EXTENDER_KUBE_TOKEN": fake_kube.token,
+        "EXTENDER_LEASE_SECONDS": "2",
+    }
+    server = ServerProcess(env, "lost")
+    args = {"PodName": "web", "PodNamespace": "default", "PodUID": pod["metadata"]["uid"], "Node": "n1"}
+    try:
+        server.wait_ready()
+        with httpx.Client(base_url=server.url, timeout=20) as http:
+            _wait(lambda: http.get("/v1/nodes/n1").status_code == 200, what="node n1 in the snapshot")
+
+            own_redis.stop()
+            assert http.get("/readyz").status_code == 503
+            answer = http.post("/bind", json=args)
+            assert answer.status_code == 200 and answer.json()["Error"], "a bind without Redis must be an error"
+            assert fake_kube.client.get("pods", "web")["spec"].get("nodeName") in (None, "")
+            assert fake_kube.requests("bind", "pods") == 0, "nothing may reach the API server's binding"
+
+            # Redis returns with nothing in it: the replica leads again and lists everything anew.
+            EmbeddedRedis(port=own_redis.port).start()
+            _wait(lambda: http.get("/readyz").status_code == 200, timeout=30, what="readiness after Redis returns")
+            _wait(lambda: http.get("/v1/nodes/n1").status_code == 200, timeout=30, what="n1 relisted")
+            assert http.get("/readyz").json()["leader"], "the replica should lead the watch again"
+            assert http.post("/bind", json=args).json() == {"Error": ""}
+            assert fake_kube.client.get("pods", "web")["spec"]["nodeName"] == "n1"
+        assert "Traceback" not in server.log(), server.log()
+    finally:
+        server.stop()
