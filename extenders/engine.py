@@ -276,6 +276,17 @@ def with_pods(node: NodeInfo, pods: Iterable[PodInfo]) -> NodeInfo:
     return NodeInfo.build(node.name, node.node, [*node.pods.values(), *pods], node.generation)
 
 
+def _with_nominated(
+    prepared: PreparedPod, node: NodeInfo, nominated: NominatedPods
+) -> tuple[PreparedPod, NodeInfo, list[PodInfo]] | None:
+    """The pod's states and the node with the nominated pods it must yield to added, or None when none."""
+    extra = nominated_to_add(prepared.pod, node, nominated, prepared.snapshot)
+    if not extra:
+        return None
+    grown = with_pods(node, extra)
+    return prepared.with_node(grown), grown, extra
+
+
 def _yield_to_nominated(prepared: PreparedPod, result: FilterResult, nominated: NominatedPods) -> None:
     """kube-scheduler's RunFilterPluginsWithNominatedPods over ``result`` (in place).
 
@@ -284,7 +295,6 @@ def _yield_to_nominated(prepared: PreparedPod, result: FilterResult, nominated: 
     is the one reported. Only the nodes named in ``nominated`` are looked at.
     """
     nodes = prepared.snapshot.nodes
-    pod = prepared.pod
     passing: set[str] | None = None
     overrides: dict[str, Verdict] = {}
     for name in nominated:
@@ -296,11 +306,11 @@ def _yield_to_nominated(prepared: PreparedPod, result: FilterResult, nominated: 
                 passing = set(result.passing)
             if name not in passing:  # not asked about
                 continue
-        extra = nominated_to_add(pod, node, nominated, prepared.snapshot)
-        if not extra:
+        added = _with_nominated(prepared, node, nominated)
+        if added is None:
             continue
-        grown = with_pods(node, extra)
-        verdict = prepared.with_node(grown).verdict(grown)
+        with_them, grown, _extra = added
+        verdict = with_them.verdict(grown)
         if verdict is not None:
             overrides[name] = verdict
     if not overrides:
@@ -546,11 +556,11 @@ def _evaluate_with_nominated(
     verdicts = prepared.evaluate(node)
     if node is None or node.node is None or not nominated:
         return verdicts, []
-    extra = nominated_to_add(prepared.pod, node, nominated, prepared.snapshot)
-    if not extra:
+    added = _with_nominated(prepared, node, nominated)
+    if added is None:
         return verdicts, []
-    grown = with_pods(node, extra)
-    with_them = dict(prepared.with_node(grown).evaluate(grown))
+    states, grown, extra = added
+    with_them = dict(states.evaluate(grown))
     merged = [(name, v if not v.fit else with_them.get(name, v)) for name, v in verdicts]
     return merged, extra if merged != verdicts else []
 
