@@ -13,8 +13,9 @@ from importlib.metadata import PackageNotFoundError, version
 
 from app.embedded_redis import EmbeddedRedis, EmbeddedRedisError, embedded_redis_refusal
 from app.logging_config import configure_logging
-from app.settings import SettingsError, load_settings, settings_help
+from app.settings import SettingsError, env_name, load_settings, settings_help
 from app.tls import tls_files
+from extenders.redis_connect import cluster_refusal
 
 
 def _exit_on_signal(signum: int, frame: object) -> None:
@@ -49,6 +50,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     refusal = embedded_redis_refusal(settings)
+    if refusal is None and settings.redis_configured:
+        # Checked once more on every new connection; here it stops the start when Redis answers now.
+        refusal = cluster_refusal(settings.redis_target(), timeout=min(1.0, settings.redis_timeout_seconds))
+    if refusal is None and not settings.redis_configured and settings.redis_min_replicas_ack:
+        refusal = (
+            f"{env_name('redis_min_replicas_ack')}={settings.redis_min_replicas_ack} but no Redis is configured: "
+            "the private redis-server has no replicas, so every bind would fail"
+        )
     if refusal is not None:
         print(f"error: {refusal}", file=sys.stderr)
         return 2
@@ -60,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
             "(an HTTP probe cannot); see the README's Security section"
         )
     embedded: EmbeddedRedis | None = None
-    if not settings.redis_url:
+    if not settings.redis_configured:
         try:
             embedded = EmbeddedRedis().start()
         except EmbeddedRedisError as exc:

@@ -1,6 +1,6 @@
 """Start a private redis-server on a free loopback port: the zero-configuration default.
 
-Used by ``python -m app`` when no Redis URL is configured and no Kubernetes API is (see
+Used by ``python -m app`` when no Redis (URL or Sentinel) is configured and no Kubernetes API is (see
 ``embedded_redis_refusal``), and by the test suite. Persistence is off; the data lives as long as
 the process.
 """
@@ -82,15 +82,16 @@ def embedded_redis_refusal(settings: Settings) -> str | None:
     (its EXTENDER_REDIS_URL forgotten or misspelt) would lead its own watch and place pods on
     capacity the others also count. So with a Kubernetes API configured it is refused unless asked
     for (EXTENDER_EMBEDDED_REDIS=true, for one local replica against a test cluster)."""
-    if settings.redis_url or settings.embedded_redis:
+    if settings.redis_configured or settings.embedded_redis:
         return None
     source = _kube_api_source(settings)
     if source is None:
         return None
     return (
         f"EXTENDER_REDIS_URL is not set and a Kubernetes API is configured ({source}): a private Redis per "
-        "replica would split the shared state; set EXTENDER_REDIS_URL to the replicas' Redis, or "
-        "EXTENDER_EMBEDDED_REDIS=true to run one replica on a private Redis anyway"
+        "replica would split the shared state; set EXTENDER_REDIS_URL to the replicas' Redis (or "
+        "EXTENDER_REDIS_SENTINELS and EXTENDER_REDIS_SENTINEL_MASTER), or EXTENDER_EMBEDDED_REDIS=true to "
+        "run one replica on a private Redis anyway"
     )
 
 

@@ -6,10 +6,33 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel
 from redis.exceptions import RedisError
 
 from app.responses import JSONAnswer
 from app.service import BadRequest, SnapshotUnavailable
+
+
+class ErrorAnswer(BaseModel):
+    """The body of every error answer the app makes itself (4xx, 503): what a client can show a person."""
+
+    detail: str
+    errors: list[str] | None = None  # 422 for a body of the wrong shape: one line per bad field
+
+
+def documented(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` for these error codes, so the document names the answers clients really get."""
+    return {code: {"model": ErrorAnswer, "description": _MEANINGS[code]} for code in codes}
+
+
+_MEANINGS = {
+    400: "the body is not JSON, or is empty",
+    401: "a /v1/* call without the operator token (only when EXTENDER_OPERATOR_TOKEN is set)",
+    404: "no such object in the snapshot",
+    413: "the body is larger than EXTENDER_MAX_BODY_BYTES",
+    422: "the body has the wrong shape or says something impossible (a bad quantity, an invalid selector)",
+    503: "the extender is starting, or (for /v1/*) Redis is unavailable",
+}
 
 
 def _describe(error: dict[str, Any]) -> str:

@@ -8,13 +8,36 @@ with the path of the bad field, instead of failing deep inside a predicate.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    model_validator,
+)
+
+from extenders.quantity import parse_quantity
 
 # A resource.Quantity as JSON: normally a string ("250m"), numbers are accepted too.
 Quantity = StrictStr | StrictInt | StrictFloat
-ResourceList = dict[str, Quantity]
+
+
+def _non_negative(resources: dict[str, Quantity]) -> dict[str, Quantity]:
+    """The API server refuses negative requests, limits, overhead and capacity; a negative one here
+    would make a pod fit anywhere, so it is refused (422) too, naming the resource."""
+    for name, quantity in resources.items():
+        if parse_quantity(quantity) < 0:
+            raise ValueError(f"quantity {quantity!r} of {name} is negative")
+    return resources
+
+
+ResourceList = Annotated[dict[str, Quantity], AfterValidator(_non_negative)]
 Str = StrictStr
 # Kubernetes integers are int32 unless said otherwise; bounding them keeps the engine's arithmetic sane.
 Int = Annotated[int, Field(strict=True, ge=-(2**31), le=2**31 - 1)]
@@ -46,10 +69,27 @@ class Container(_Obj):
     restartPolicy: Str | None = None
 
 
+def _check_values(operator: str, values: list[str] | None) -> None:
+    """The API server's rule for a requirement's values; a pod breaking it was never admitted, so it
+    is refused here (422) rather than evaluated as "matches nothing"."""
+    if operator in ("In", "NotIn") and not values:
+        raise ValueError(f"operator {operator} needs at least one value")
+    if operator in ("Exists", "DoesNotExist") and values:
+        raise ValueError(f"operator {operator} takes no values")
+    # The API server checks only the count: a value that is not an integer matches no node.
+    if operator in ("Gt", "Lt") and len(values or []) != 1:
+        raise ValueError(f"operator {operator} takes exactly one value")
+
+
 class LabelSelectorRequirement(_Obj):
     key: Str
-    operator: Str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
     values: StrList | None = None
+
+    @model_validator(mode="after")
+    def _values_fit_the_operator(self) -> Self:
+        _check_values(self.operator, self.values)
+        return self
 
 
 class LabelSelector(_Obj):
@@ -59,13 +99,26 @@ class LabelSelector(_Obj):
 
 class NodeSelectorRequirement(_Obj):
     key: Str
-    operator: Str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
     values: StrList | None = None
+
+    @model_validator(mode="after")
+    def _values_fit_the_operator(self) -> Self:
+        _check_values(self.operator, self.values)
+        return self
+
+
+class NodeFieldSelectorRequirement(_Obj):
+    """A ``matchFields`` entry: only ``metadata.name``, with In or NotIn and exactly one value."""
+
+    key: Literal["metadata.name"]
+    operator: Literal["In", "NotIn"]
+    values: Annotated[StrList, Field(min_length=1, max_length=1)]
 
 
 class NodeSelectorTerm(_Obj):
     matchExpressions: list[NodeSelectorRequirement] | None = None
-    matchFields: list[NodeSelectorRequirement] | None = None
+    matchFields: list[NodeFieldSelectorRequirement] | None = None
 
 
 class NodeSelector(_Obj):
@@ -109,10 +162,18 @@ class Affinity(_Obj):
 
 class Toleration(_Obj):
     key: Str | None = None
-    operator: Str | None = None
+    operator: Literal["Exists", "Equal", ""] | None = None
     value: Str | None = None
     effect: Str | None = None
     tolerationSeconds: Int64 | None = None
+
+    @model_validator(mode="after")
+    def _as_the_api_server_admits(self) -> Self:
+        if self.operator == "Exists" and self.value:
+            raise ValueError("operator Exists takes no value")
+        if not self.key and self.operator != "Exists":
+            raise ValueError("a toleration without a key needs operator Exists")
+        return self
 
 
 class TopologySpreadConstraint(_Obj):

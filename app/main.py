@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-import redis.asyncio as aredis
 from fastapi import FastAPI
 
 from app import errors
@@ -26,6 +26,7 @@ from extenders.gang import DEFAULT_LABELS, GangConfig, GangService, parse_label_
 from extenders.instrumented_redis import InstrumentedRedis
 from extenders.kube.events import EventLimits
 from extenders.policy import load_policy
+from extenders.redis_connect import PoolOptions, RedisPool
 from extenders.runtime import ClusterRuntime, RuntimeConfig
 
 log = logging.getLogger(__name__)
@@ -46,9 +47,25 @@ def runtime_config(settings: Settings) -> RuntimeConfig:
         kube_url=settings.kube_url,
         kube_token=settings.kube_token,
         kube_transport=settings.kube_transport,
+        kube_timeout_seconds=settings.kube_timeout_seconds,
         events=settings.events,
         event_limits=EventLimits(qps=settings.events_qps, burst=settings.events_burst),
+        min_replicas_ack=settings.redis_min_replicas_ack,
+        replicas_ack_timeout_seconds=settings.redis_ack_timeout_seconds,
     )
+
+
+def redis_pool(settings: Settings) -> RedisPool:
+    """The process's one pool (URL or Sentinel); a blocking pool waits for a free connection instead of
+    failing a burst. Connections are named after the replica, so CLIENT LIST shows whose they are."""
+    name = re.sub(r"[^A-Za-z0-9._:-]", "_", f"kube-gang-extender:{settings.replica_id}")
+    options = PoolOptions(
+        max_connections=settings.redis_max_connections,
+        timeout=settings.redis_timeout_seconds,
+        history_prefix=settings.redis_prefix,
+        client_name=name,
+    )
+    return RedisPool(settings.redis_target(), options)
 
 
 def gang_config(settings: Settings) -> GangConfig:
@@ -87,21 +104,14 @@ def create_app(settings: Settings | None = None, *, redis_embedded: bool = False
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        if not settings.redis_url:
-            raise RuntimeError("EXTENDER_REDIS_URL is not set (python -m app starts an embedded Redis for you)")
-        # A blocking pool waits for a free connection instead of failing a burst; socket timeouts
-        # turn a half-open connection into an error the verbs report, instead of a hang.
-        pool = aredis.BlockingConnectionPool.from_url(
-            settings.redis_url,
-            max_connections=settings.redis_max_connections,
-            timeout=settings.redis_timeout_seconds,
-            socket_timeout=settings.redis_timeout_seconds,
-            socket_connect_timeout=settings.redis_timeout_seconds,
-            socket_keepalive=True,
-            health_check_interval=10,
-        )
+        if not settings.redis_configured:
+            raise RuntimeError(
+                "neither EXTENDER_REDIS_URL nor EXTENDER_REDIS_SENTINELS is set "
+                "(python -m app starts an embedded Redis for you)"
+            )
+        pool = state.redis_pool = redis_pool(settings)
         telemetry = state.metrics.engine
-        state.redis = InstrumentedRedis(connection_pool=pool, telemetry=telemetry)
+        state.redis = InstrumentedRedis(connection_pool=pool.pool, telemetry=telemetry)
         state.runtime = ClusterRuntime(state.redis, runtime_config(settings), telemetry)
         state.gangs = GangService(state.redis, state.runtime, gang_config(settings), replica_id=settings.replica_id)
         for work in state.gangs.leader_work():
@@ -119,7 +129,7 @@ def create_app(settings: Settings | None = None, *, redis_embedded: bool = False
             await state.gangs.stop()
             await state.runtime.stop()
             await state.redis.aclose()
-            await pool.disconnect()  # a pool passed in explicitly is not closed by aclose()
+            await pool.aclose()  # a pool passed in explicitly is not closed by aclose()
 
     app = FastAPI(
         title="kube-gang-extender",

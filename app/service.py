@@ -131,7 +131,8 @@ class Scheduler:
                 return self._filter_answer(args, [], {}, {}, f"gang state unavailable (Redis: {exc})")
             try:
                 memo = self.equivalence.memo(pod)
-                result = engine.filter_nodes(self.policy, pod, snap, names, memo)
+                view = engine.without_own_reservation(snap, pod, names)
+                result = engine.filter_nodes(self.policy, pod, view, names, memo)
             except Exception as exc:  # a bug must fail this pod's cycle, not the HTTP request
                 log.exception("filter failed for %s", pod.key)
                 return self._filter_answer(args, [], {}, {}, f"internal error evaluating {pod.key}: {exc!r}")
@@ -197,7 +198,8 @@ class Scheduler:
                 log.warning("prioritize answered neutral scores: snapshot unavailable")
                 return [{"Host": n, "Score": 0} for n in names]
             try:
-                scores = engine.prioritize_nodes(self.policy, pod, snap, names)
+                view = engine.without_own_reservation(snap, pod, names)
+                scores = engine.prioritize_nodes(self.policy, pod, view, names)
             except Exception:  # kube-scheduler ignores prioritize failures: neutral scores say the same
                 log.exception("prioritize failed for %s", pod.key)
                 scores = [(n, 0) for n in names]
@@ -237,10 +239,10 @@ class Scheduler:
         pod = pod_info(args.Pod)
         with log_fields(verb="explain", pod=pod.key):
             snap = await self.snapshot()
+            names = list(args.NodeNames) if args.NodeNames is not None else None
             try:
-                return engine.explain(
-                    self.policy, pod, snap, list(args.NodeNames) if args.NodeNames is not None else None
-                )
+                view = engine.without_own_reservation(snap, pod, snap.nodes if names is None else names)
+                return engine.explain(self.policy, pod, view, names)
             except Exception as exc:
                 log.exception("explain failed for %s", pod.key)
                 raise BadRequest(f"cannot evaluate {pod.key}: {exc!r}") from exc

@@ -9,9 +9,13 @@ from __future__ import annotations
 import os
 import socket
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from redis.asyncio.connection import parse_url
+
+from extenders.redis_connect import RedisTarget, parse_sentinels
 
 ENV_PREFIX = "EXTENDER_"
 
@@ -24,7 +28,22 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
 
     redis_url: str | None = Field(
-        default=None, description="Redis URL; when unset, `python -m app` starts a private redis-server"
+        default=None,
+        description="Redis URL; when unset (and no Sentinel), `python -m app` starts a private redis-server; "
+        "with Sentinel, only credentials, database and TLS options, no host (redis://:PASSWORD@/0)",
+    )
+    redis_sentinels: str | None = Field(
+        default=None, description="Sentinels (host:port, comma separated) that name the Redis primary"
+    )
+    redis_sentinel_master: str | None = Field(default=None, description="the master name the Sentinels monitor")
+    redis_sentinel_password: str | None = Field(
+        default=None, description="password of the Sentinels themselves (their requirepass); unset: none"
+    )
+    redis_min_replicas_ack: int = Field(
+        default=0, ge=0, description="Redis replicas that must hold a reservation before the API binds on it (WAIT)"
+    )
+    redis_ack_timeout_seconds: float = Field(
+        default=1.0, gt=0, description="how long a bind waits for those acknowledgements before answering an error"
     )
     redis_prefix: str = Field(default="extender", description="prefix of every Redis key (one per cluster)")
     redis_max_connections: int = Field(default=64, ge=1, description="connection pool size per process")
@@ -43,6 +62,12 @@ class Settings(BaseSettings):
     kube_token: str | None = Field(default=None, description="bearer token for kube_url")
     kube_transport: Literal["aiohttp", "httpx"] = Field(
         default="aiohttp", description="connection pool under the httpx client: aiohttp (faster) or httpx's own"
+    )
+    kube_timeout_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        description="timeout of each Kubernetes API request (watches excepted): a bind whose Binding request "
+        "outlives it answers an Error",
     )
     gang_window_seconds: float = Field(default=30.0, gt=0, description="gang window from its first arrival at bind")
     gang_cooldown_seconds: float = Field(default=10.0, ge=0, description="a rejected gang waits this long")
@@ -109,6 +134,57 @@ class Settings(BaseSettings):
     def _lower(cls, value: object) -> object:
         return value.lower() if isinstance(value, str) else value
 
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_url_options(cls, value: str | None) -> str | None:
+        if value:
+            parse_url(value)  # ValueError for a bad scheme or query option, e.g. socket_timeout=abc
+        return value
+
+    @field_validator("redis_sentinels")
+    @classmethod
+    def _sentinel_list(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_sentinels(value)  # ValueError: one line naming the variable, as any other bad setting
+        return value
+
+    @property
+    def redis_configured(self) -> bool:
+        """A shared Redis is configured (a URL, or Sentinels); else ``python -m app`` may start a private one."""
+        return bool(self.redis_url or self.redis_sentinels)
+
+    def redis_target(self) -> RedisTarget:
+        return RedisTarget(
+            url=self.redis_url or None,
+            sentinels=parse_sentinels(self.redis_sentinels) if self.redis_sentinels else (),
+            sentinel_master=self.redis_sentinel_master,
+            sentinel_password=self.redis_sentinel_password,
+        )
+
+
+_SECRET_FIELDS = ("password=", "ssl_password=")
+
+
+def redacted_url(url: str | None) -> str | None:
+    """``url`` with its password (in the user part, or ``password=``/``ssl_password=`` in the query)
+    replaced by ``***``."""
+    if not url:
+        return url
+    parts = urlsplit(url)
+    head, sep, query = url.partition("?")
+    if parts.password is not None:
+        userinfo, _, host = parts.netloc.rpartition("@")
+        head = head.replace(parts.netloc, f"{userinfo.partition(':')[0]}:***@{host}", 1)
+    fields = [
+        f"{field.partition('=')[0]}=***" if field.lower().startswith(_SECRET_FIELDS) else field
+        for field in query.split("&")
+    ]
+    return head + sep + "&".join(fields)
+
+
+# Settings whose values never appear in an error message.
+SECRET_SETTINGS = frozenset({"redis_sentinel_password", "operator_token"})
+
 
 class SettingsError(ValueError):
     """Settings that cannot be used; one line per bad variable, naming it."""
@@ -121,14 +197,48 @@ def env_name(field: str) -> str:
 def load_settings() -> Settings:
     """The settings from the environment, or SettingsError naming each bad variable and what it wants."""
     try:
-        return Settings()
+        settings = Settings()
     except ValidationError as exc:
         lines = []
         for error in exc.errors():
             field = str(error["loc"][0]) if error["loc"] else ""
             value = os.environ.get(env_name(field), "")
-            lines.append(f"{env_name(field)}={value!r}: {error['msg']}")
+            shown = "***" if field in SECRET_SETTINGS else redacted_url(value) if field == "redis_url" else value
+            lines.append(f"{env_name(field)}={shown!r}: {error['msg']}")
         raise SettingsError("; ".join(lines)) from None
+    problems = redis_problems(settings)
+    if problems:
+        raise SettingsError("; ".join(problems))
+    return settings
+
+
+def redis_problems(settings: Settings) -> list[str]:
+    """Redis settings each fine alone but not together, one phrase each naming the variables."""
+    sentinels, master = env_name("redis_sentinels"), env_name("redis_sentinel_master")
+    problems = []
+    if settings.redis_sentinels and not settings.redis_sentinel_master:
+        problems.append(f"{sentinels} is set but {master} is not: name the master the Sentinels monitor")
+    if settings.redis_sentinel_master and not settings.redis_sentinels:
+        problems.append(f"{master} is set but {sentinels} is not: list the Sentinels (host:port, comma separated)")
+    if settings.redis_sentinel_password and not settings.redis_sentinels:
+        problems.append(f"{env_name('redis_sentinel_password')} is set but {sentinels} is not")
+    if settings.redis_sentinels and settings.redis_url:
+        parts = urlsplit(settings.redis_url)
+        if parts.scheme not in ("redis", "rediss"):
+            problems.append(
+                f"{env_name('redis_url')} with {sentinels} must be redis:// or rediss://, not {parts.scheme}://"
+            )
+        elif parts.hostname or parts.port:
+            problems.append(
+                f"{env_name('redis_url')} names a host but {sentinels} is set: the Sentinels name the primary, so the "
+                "URL carries only credentials, database and TLS options (redis://:PASSWORD@/0)"
+            )
+    if settings.redis_min_replicas_ack and settings.redis_ack_timeout_seconds >= settings.redis_timeout_seconds:
+        problems.append(
+            f"{env_name('redis_ack_timeout_seconds')}={settings.redis_ack_timeout_seconds:g} must be below "
+            f"{env_name('redis_timeout_seconds')}={settings.redis_timeout_seconds:g} (the read would time out first)"
+        )
+    return problems
 
 
 def settings_help() -> str:

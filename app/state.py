@@ -14,6 +14,7 @@ from app.settings import Settings
 from extenders.equivalence import EquivalenceCache
 from extenders.gang import GangService
 from extenders.policy import Policy
+from extenders.redis_connect import RedisPool
 from extenders.runtime import ClusterRuntime
 
 
@@ -23,6 +24,7 @@ class AppState:
     metrics: Metrics
     policy: Policy
     redis: aredis.Redis | None = None
+    redis_pool: RedisPool | None = None  # for /readyz: the primary Sentinel named last
     runtime: ClusterRuntime | None = None
     scheduler: Scheduler | None = None
     gangs: GangService | None = None

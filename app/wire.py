@@ -7,9 +7,24 @@ scheduling reads and keep every other field, so node objects are echoed back unc
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Self
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.kube_types import Node, Pod
+
+
+def _once_each(names: list[str], where: str) -> None:
+    """kube-scheduler names each candidate once; a repeated one is a broken caller, told so (422)."""
+    seen: set[str] = set()
+    repeated: set[str] = set()
+    for name in names:
+        if name in seen:
+            repeated.add(name)
+        seen.add(name)
+    if repeated:
+        shown = ", ".join(repr(n[:80]) for n in sorted(repeated)[:5])
+        raise ValueError(f"{where} names a node more than once: {shown}")
 
 
 class _Wire(BaseModel):
@@ -30,6 +45,14 @@ class ExtenderArgs(_Wire):
     Pod: Pod
     Nodes: NodeList | None = None
     NodeNames: list[str] | None = None
+
+    @model_validator(mode="after")
+    def _candidates_once(self) -> Self:
+        if self.NodeNames is not None:
+            _once_each(self.NodeNames, "NodeNames")
+        if self.Nodes is not None:
+            _once_each([item.metadata.name for item in self.Nodes.items], "Nodes.items")
+        return self
 
 
 class ExtenderFilterResult(_Wire):
@@ -89,3 +112,9 @@ class ExplainArgs(_Wire):
 
     Pod: Pod
     NodeNames: list[str] | None = None
+
+    @model_validator(mode="after")
+    def _nodes_once(self) -> Self:
+        if self.NodeNames is not None:
+            _once_each(self.NodeNames, "NodeNames")
+        return self

@@ -33,8 +33,9 @@ from app.embedded_redis import die_with_parent, free_port
 
 BINARIES = ("etcd", "kube-apiserver", "kube-scheduler")
 REPO = Path(__file__).resolve().parents[1]
-EXTENDER_MANIFEST = REPO / "deploy" / "kubernetes" / "extender.yaml"
-EXTENDER_USER = "system:serviceaccount:kube-system:kube-gang-extender"
+EXTENDER_MANIFEST = REPO / "deploy" / "base" / "rbac.yaml"
+EXTENDER_NAMESPACE = "kube-gang-extender"
+EXTENDER_USER = f"system:serviceaccount:{EXTENDER_NAMESPACE}:kube-gang-extender"
 
 
 class ControlPlaneError(RuntimeError):
@@ -108,6 +109,20 @@ def _wait(check: Any, what: str, process: Process, timeout: float) -> None:
             last = exc
         time.sleep(0.2)
     raise ControlPlaneError(f"{what} not ready within {timeout:.0f}s (last error: {last}):\n{process.log()}")
+
+
+def apply_extender_rbac(http: httpx.Client) -> list[str]:
+    """The extender's ClusterRole and ClusterRoleBinding exactly as deploy/ ships them; their names."""
+    applied = []
+    for doc in yaml.safe_load_all(EXTENDER_MANIFEST.read_text()):
+        if not doc or doc.get("kind") not in ("ClusterRole", "ClusterRoleBinding"):
+            continue
+        plural = "clusterroles" if doc["kind"] == "ClusterRole" else "clusterrolebindings"
+        resp = http.post(f"/apis/rbac.authorization.k8s.io/v1/{plural}", json=doc)
+        if resp.status_code not in (201, 409):
+            raise ControlPlaneError(f"applying {doc['kind']}: {resp.status_code} {resp.text}")
+        applied.append(f"{doc['kind']}/{doc['metadata']['name']}")
+    return applied
 
 
 @dataclass
@@ -210,13 +225,7 @@ class ControlPlane:
     def _apply_extender_rbac(self) -> None:
         """The ClusterRole and its binding exactly as deploy/ ships them: the replicas run with them."""
         with self.client() as http:
-            for doc in yaml.safe_load_all(EXTENDER_MANIFEST.read_text()):
-                if not doc or doc.get("kind") not in ("ClusterRole", "ClusterRoleBinding"):
-                    continue
-                plural = "clusterroles" if doc["kind"] == "ClusterRole" else "clusterrolebindings"
-                resp = http.post(f"/apis/rbac.authorization.k8s.io/v1/{plural}", json=doc)
-                if resp.status_code not in (201, 409):
-                    raise ControlPlaneError(f"applying {doc['kind']}: {resp.status_code} {resp.text}")
+            apply_extender_rbac(http)
 
     def _write_certificates(self) -> None:
         certs = self.workdir / "pki"
@@ -238,7 +247,7 @@ class ControlPlane:
         )
         (certs / "tokens.csv").write_text(
             f'{self.token},e2e-admin,e2e-admin,"system:masters"\n'
-            f'{self.extender_token},{EXTENDER_USER},extender,"system:serviceaccounts,system:serviceaccounts:kube-system"\n'
+            f'{self.extender_token},{EXTENDER_USER},extender,"system:serviceaccounts,system:serviceaccounts:{EXTENDER_NAMESPACE}"\n'
         )
         self._ca = ca
 
@@ -363,22 +372,23 @@ class KubeScheduler:
         verbosity: int = 2,
         percentage_of_nodes_to_score: int | None = None,
         qps: int = 500,
+        config: dict[str, Any] | None = None,
     ) -> None:
+        """``config``: a whole KubeSchedulerConfiguration to run instead of the one built from the
+        other arguments (a rendered deploy/ overlay)."""
         self.plane = plane
         self.name = scheduler_name
         workdir.mkdir(parents=True, exist_ok=True)
         self.config_path = workdir / f"{scheduler_name}.yaml"
-        self.config_path.write_text(
-            yaml.safe_dump(
-                scheduler_config(
-                    plane.kubeconfig,
-                    scheduler_name,
-                    extenders,
-                    percentage_of_nodes_to_score=percentage_of_nodes_to_score,
-                    qps=qps,
-                )
+        if config is None:
+            config = scheduler_config(
+                plane.kubeconfig,
+                scheduler_name,
+                extenders,
+                percentage_of_nodes_to_score=percentage_of_nodes_to_score,
+                qps=qps,
             )
-        )
+        self.config_path.write_text(yaml.safe_dump(config))
         self.port = free_port()
         cert_dir = workdir / f"{scheduler_name}-certs"
         cert_dir.mkdir(exist_ok=True)

@@ -36,10 +36,12 @@ class Stack:
         scheduler_verbosity: int = 2,
         percentage_of_nodes_to_score: int | None = None,
         tls: MutualTLS | None = None,
+        with_scheduler: bool = True,
     ) -> None:
         """``tls``: the replicas serve mutual TLS (each with a plain-HTTP health port for the waits)
         and kube-scheduler calls them with ``enableHTTPS`` and that ``tlsConfig``, through the
-        balancer (a TCP proxy: TLS passes through it)."""
+        balancer (a TCP proxy: TLS passes through it). ``with_scheduler=False``: no kube-scheduler
+        of the stack's own (a test brings one with its own configuration)."""
         self.plane = plane
         self.tls = tls
         self.name = f"gang-{secrets.token_hex(3)}"
@@ -66,6 +68,8 @@ class Stack:
                 replica.wait_ready(60)
             self.balancer = Balancer([("127.0.0.1", r.port) for r in self.replicas])
             self.url = self.balancer.url if tls is None else f"https://127.0.0.1:{self.balancer.port}"
+            if not with_scheduler:
+                return
             entries = extender_entries(
                 self.url,
                 filter_timeout=filter_timeout,

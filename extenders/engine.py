@@ -276,6 +276,26 @@ def with_pods(node: NodeInfo, pods: Iterable[PodInfo]) -> NodeInfo:
     return NodeInfo.build(node.name, node.node, [*node.pods.values(), *pods], node.generation)
 
 
+def without_own_reservation(snapshot: Snapshot, pod: PodInfo, node_names: Iterable[str]) -> Snapshot:
+    """``snapshot`` as kube-scheduler sees it when it schedules ``pod`` again: without the pod's own
+    reservation on one of the candidates. A reservation outlives a bind whose replica died, or whose
+    Binding got no answer; counted against the pod itself, it would keep the pod off the very node
+    it holds (on a full cluster: off every node) until it expires. Bound pods stay counted."""
+    uid = pod.uid
+    if not uid:
+        return snapshot
+    for name in node_names:
+        info = snapshot.nodes.get(name)
+        own = info.pods.get(uid) if info is not None else None
+        if info is not None and own is not None and own.assumed:
+            nodes = dict(snapshot.nodes)
+            nodes[name] = NodeInfo.build(
+                name, info.node, [p for p in info.pods.values() if p.uid != uid], info.generation
+            )
+            return dataclasses.replace(snapshot, nodes=nodes, sealed=False, summary_seed=snapshot.seed())
+    return snapshot
+
+
 def _with_nominated(
     prepared: PreparedPod, node: NodeInfo, nominated: NominatedPods
 ) -> tuple[PreparedPod, NodeInfo, list[PodInfo]] | None:

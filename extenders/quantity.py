@@ -28,6 +28,13 @@ _DECIMAL = {
 _QUANTITY = re.compile(r"^([+-]?)(\d+\.?\d*|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?$")
 
 
+# Bounds that keep a hostile quantity cheap: "1e99999999" would otherwise cost the process seconds of
+# big-integer arithmetic. No real quantity comes near them: int64 amounts stay below 1e19, and an
+# exponent beyond them is out of range (positive) or rounds up like any other tiny amount (negative).
+MAX_TEXT_LENGTH = 64
+MAX_EXPONENT = 100
+
+
 class QuantityError(ValueError):
     """A string that Kubernetes itself would refuse as a quantity."""
 
@@ -47,6 +54,8 @@ def parse_quantity(text: str | int | float) -> Fraction:
 
 @lru_cache(maxsize=4096)
 def _parse_text(text: str) -> Fraction:
+    if len(text) > MAX_TEXT_LENGTH:
+        raise QuantityError(f"quantity {text[:20]!r}... is too long ({len(text)} characters)")
     match = _QUANTITY.match(text.strip())
     if match is None:
         raise QuantityError(f"quantities must match the regular expression of Kubernetes, got {text!r}")
@@ -57,8 +66,11 @@ def _parse_text(text: str) -> Fraction:
         value *= _BINARY[suffix]
     elif suffix in _DECIMAL:
         value *= _DECIMAL[suffix]
-    else:  # decimal exponent such as e3 or E-2
-        value *= Fraction(10) ** int(suffix[1:])
+    elif value:  # decimal exponent such as e3 or E-2
+        exponent = int(suffix[1:])
+        if exponent > MAX_EXPONENT:
+            raise QuantityError(f"quantity {text!r} is out of range")
+        value *= Fraction(10) ** max(exponent, -MAX_EXPONENT)
     return -value if sign == "-" else value
 
 

@@ -51,11 +51,14 @@ class RuntimeConfig:
     kube_url: str | None = None  # explicit API server URL (tests); token via kube_token
     kube_token: str | None = None
     kube_transport: str = "aiohttp"  # see extenders.kube.transport
+    kube_timeout_seconds: float = 10.0  # each plain API request, the bind's Binding among them
     tombstone_keep_seconds: float = 600.0  # replicas idle longer than this reload in full
     sweep_interval_seconds: float | None = None  # default: a tenth of the assumed TTL, 0.5 s to 5 s
     readiness_timeout_seconds: float = 2.0
     events: bool = True  # write Kubernetes Events (when an API server is configured)
     event_limits: EventLimits = field(default_factory=EventLimits)
+    min_replicas_ack: int = 0  # Redis replicas that must hold a reservation before the API binds (see Store)
+    replicas_ack_timeout_seconds: float = 1.0
 
 
 LeaderWork = Callable[[], Coroutine[Any, Any, None]]
@@ -69,10 +72,20 @@ class ClusterRuntime:
         self.replica_id = config.replica_id or default_replica_id()
         self.redis = redis
         self.telemetry = telemetry or Telemetry()
-        self.store = Store(redis, config.prefix)
+        self.store = Store(
+            redis,
+            config.prefix,
+            min_replicas_ack=config.min_replicas_ack,
+            ack_timeout=config.replicas_ack_timeout_seconds,
+        )
         self.cache = SnapshotCache(self.store, telemetry=self.telemetry)
         http = build_http_client(
-            config.kube_mode, config.kubeconfig, config.kube_url, config.kube_token, transport=config.kube_transport
+            config.kube_mode,
+            config.kubeconfig,
+            config.kube_url,
+            config.kube_token,
+            transport=config.kube_transport,
+            timeout=config.kube_timeout_seconds,
         )
         self.kube: KubeClient | None = KubeClient(http) if http is not None else None
         self.events = EventRecorder(

@@ -3,8 +3,8 @@
 Every consistent change is one Lua script (``extenders/lua/*.lua``), so a reader never sees a
 pod half-moved, and each script bumps the cluster generation at most once.
 
-Key layout, all under the prefix ``P`` (standalone Redis; for Redis Cluster put the prefix in a
-hash tag such as ``{extender}`` so every key lands in one slot):
+Key layout, all under the prefix ``P`` (one Redis, or the primary Sentinel names; a Redis Cluster
+node is refused, see ``extenders/redis_connect.py`` and docs/ARCHITECTURE.md, Redis topologies):
 
 ``P:gen``             cluster generation (INCR once per changing script)
 ``P:nodes``           zset node name -> generation of its last change (tombstones stay: hash gone)
@@ -38,6 +38,11 @@ hash tag such as ``{extender}`` so every key lands in one slot):
                       changes, so a replica reloads instead of applying a delta from another
                       history, and a leader from before the loss is fenced even if the new epoch
                       counter reaches its epoch again
+``P:server``          run id of the Redis server process that last served these keys; a new
+                      connection to another one (a failover) sets a new ``P:storeid`` and drops the
+                      lease (``extenders/redis_connect.py``, ``lua/history.lua``)
+``P:acks``            counter written just before ``WAIT`` (``Store.replicated``), so the wait
+                      covers everything written before it on any connection
 """
 
 from __future__ import annotations
@@ -276,9 +281,14 @@ def holder_replica(holder_value: str) -> str:
 class Store:
     """Typed access to the snapshot keys; every method is one round trip unless it says otherwise."""
 
-    def __init__(self, redis: aredis.Redis, prefix: str = "extender") -> None:
+    def __init__(
+        self, redis: aredis.Redis, prefix: str = "extender", *, min_replicas_ack: int = 0, ack_timeout: float = 1.0
+    ) -> None:
         self.redis = redis
         self.prefix = prefix
+        # Replicas that must hold a reservation before the API binds on it (``replicated``); 0: none.
+        self.min_replicas_ack = min_replicas_ack
+        self.ack_timeout = ack_timeout
         self._scripts: dict[str, AsyncScript] = {
             **lua.register(redis, _SCRIPTS, head=("prelude",)),
             **lua.register(redis, _LEASE_SCRIPTS, head=("lease_prelude",)),
@@ -388,6 +398,22 @@ class Store:
     async def compact(self, upto_generation: int) -> int:
         """Drop tombstones up to a generation; returns the floor (replicas older than it reload)."""
         return int(await self._run("compact", int(upto_generation)))
+
+    async def replicated(self) -> int | None:
+        """None when no replica acknowledgement is asked for; else how many replicas hold every write
+        made so far (``WAIT``, at most ``ack_timeout``), counted up to ``min_replicas_ack``.
+
+        Replication is asynchronous: a failover may lose writes the old primary acknowledged. Called
+        before an effect outside Redis (the API binding) rests on a reservation. ``WAIT`` covers the
+        writes of its own connection, so it follows a write on that connection (one pipeline), and
+        replication is one ordered stream, so the writes of every other connection before it too."""
+        if self.min_replicas_ack <= 0:
+            return None
+        async with self.redis.pipeline(transaction=False) as pipe:  # WAIT is not allowed inside MULTI
+            pipe.incr(self.key("acks"))
+            pipe.execute_command("WAIT", self.min_replicas_ack, max(1, int(self.ack_timeout * 1000)))
+            _, acked = await pipe.execute()
+        return int(acked)
 
     # --- the leader lease ----------------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 
 pytest_plugins = [
     "tests.plugins.redis_server",
+    "tests.plugins.redis_replication",
     "tests.plugins.servers",
     "tests.plugins.fake_kube",
     "tests.plugins.e2e_tier",

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
+from app.errors import documented
 from app.responses import JSONAnswer
 from app.state import get_state
 
-router = APIRouter(prefix="/v1", tags=["cache"])
+router = APIRouter(prefix="/v1", tags=["cache"], responses=documented(401))
 
 
 @router.get("/cache/stats", summary="Equivalence cache: on or off, classes, evictions, reuse per verb")

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from fastapi import APIRouter, HTTPException, Request
 
+from app.errors import documented
 from app.responses import JSONAnswer
 from app.state import get_state
 from extenders.gang import GangService
 
-router = APIRouter(prefix="/v1", tags=["gangs"])
+router = APIRouter(prefix="/v1", tags=["gangs"], responses=documented(401, 503))
 
 
 def _gangs(request: Request) -> GangService:
@@ -26,7 +27,11 @@ async def list_gangs(request: Request) -> JSONAnswer:
     return JSONAnswer(await _gangs(request).list_gangs())
 
 
-@router.get("/gangs/{namespace}/{name}", summary="One gang: quorum, members, arrivals, state, window left")
+@router.get(
+    "/gangs/{namespace}/{name}",
+    summary="One gang: quorum, members, arrivals, state, window left",
+    responses=documented(404, 422),
+)
 async def get_gang(namespace: str, name: str, request: Request) -> JSONAnswer:
     doc = await _gangs(request).gang_status(namespace, name)
     if doc is None:

@@ -3,35 +3,35 @@
 from __future__ import annotations
 
 import asyncio
-from urllib.parse import urlsplit
+from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from redis.exceptions import RedisError
 
 from app.responses import JSONAnswer
-from app.state import get_state
+from app.settings import redacted_url
+from app.state import AppState, get_state
 
 router = APIRouter(tags=["operations"])
 
-_SECRET_FIELDS = ("password=", "ssl_password=")
 
-
-def redacted_url(url: str | None) -> str | None:
-    """``url`` with its password (in the user part, or ``password=``/``ssl_password=`` in the query)
-    replaced by ``***``."""
-    if not url:
-        return url
-    parts = urlsplit(url)
-    head, sep, query = url.partition("?")
-    if parts.password is not None:
-        userinfo, _, host = parts.netloc.rpartition("@")
-        head = head.replace(parts.netloc, f"{userinfo.partition(':')[0]}:***@{host}", 1)
-    fields = [
-        f"{field.partition('=')[0]}=***" if field.lower().startswith(_SECRET_FIELDS) else field
-        for field in query.split("&")
-    ]
-    return head + sep + "&".join(fields)
+def redis_in_use(state: AppState) -> tuple[dict[str, Any], str]:
+    """Which Redis this replica uses, for /readyz (passwords masked, the Sentinels' never shown), and
+    how a reason names it. Two replicas on different ones would each think theirs is the only one."""
+    settings = state.settings
+    url = redacted_url(settings.redis_url)
+    which: dict[str, Any] = {"redis_url": url, "redis_embedded": state.redis_embedded}
+    if not settings.redis_sentinels:
+        return which, str(url)
+    target = settings.redis_target()
+    primary = state.redis_pool.primary if state.redis_pool is not None else None
+    which.update(redis_sentinels=target.sentinel_list, redis_sentinel_master=target.sentinel_master)
+    which["redis_primary"] = primary  # as Sentinel named it last; null until asked
+    label = f"Sentinel master {target.sentinel_master!r} via {target.sentinel_list}"
+    if primary:
+        label += f" (primary {primary})"
+    return which, label
 
 
 @router.get("/healthz", summary="The process is alive")
@@ -46,15 +46,18 @@ async def healthz() -> dict[str, str]:
 )
 async def readyz(request: Request) -> JSONAnswer:
     state = get_state(request)
-    # Which Redis: two replicas with different ones would each think it is the only one.
-    which = {"redis_url": redacted_url(state.settings.redis_url), "redis_embedded": state.redis_embedded}
     if state.runtime is None:
+        which, _ = redis_in_use(state)
         return JSONAnswer({"ready": False, "reason": "starting", **which}, status_code=503)
     ready, details = await state.runtime.readiness()
+    which, label = redis_in_use(state)  # after the round trip: the primary Sentinel named may have changed
     if "error" in details and "reason" not in details:
         # Name the Redis (password masked): a wrong password or CA shows as which server refused what.
-        refused = "refused the credentials in EXTENDER_REDIS_URL" if "Authentication" in details["error"] else "failed"
-        details["reason"] = f"Redis {which['redis_url']} {refused}: {details['error']}"
+        where = "EXTENDER_REDIS_URL"
+        if state.settings.redis_sentinels:
+            where += " or EXTENDER_REDIS_SENTINEL_PASSWORD"
+        refused = f"refused the credentials in {where}" if "Authentication" in details["error"] else "failed"
+        details["reason"] = f"Redis {label} {refused}: {details['error']}"
     return JSONAnswer({"ready": ready, **details, **which}, status_code=200 if ready else 503)
 
 

@@ -6,11 +6,12 @@ from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
 
+from app.errors import documented
 from app.responses import JSONAnswer
 from app.state import get_state
 from extenders.runtime import node_document
 
-router = APIRouter(prefix="/v1", tags=["snapshot"])
+router = APIRouter(prefix="/v1", tags=["snapshot"], responses=documented(401, 503))
 
 
 async def _snapshot(request: Request) -> Any:
@@ -27,7 +28,9 @@ async def list_nodes(request: Request) -> JSONAnswer:
     return JSONAnswer({"generation": snap.generation, "nodes": nodes})
 
 
-@router.get("/nodes/{name}", summary="One node's aggregate: allocatable, requested, pods")
+@router.get(
+    "/nodes/{name}", summary="One node's aggregate: allocatable, requested, pods", responses=documented(404, 422)
+)
 async def get_node(name: str, request: Request) -> JSONAnswer:
     snap = await _snapshot(request)
     info = snap.nodes.get(name)

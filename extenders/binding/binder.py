@@ -5,7 +5,8 @@ it ignores, other replicas' recent binds), so bind checks the pod against the cu
 snapshot once more and reserves it there with a compare-and-set on the node's generation:
 of two replicas racing for the last unit, exactly one reserves it, the other answers an error
 and kube-scheduler retries that pod. The reservation (an assumed pod) is visible to every
-replica's next filter at once; the watch confirms it, and a failed API binding forgets it.
+replica's next filter at once; the watch confirms it, a refused API binding forgets it, and one that
+got no answer keeps it (the API server may still create it) until the watch confirms it or it expires.
 """
 
 from __future__ import annotations
@@ -252,7 +253,26 @@ class Binder:
                         f"the reservation of {pod.key} on {node} expired while waiting for an API slot; "
                         "not binding on capacity that may be taken",
                     )
+            refused = await self._unreplicated(pod, node)
+            if refused is not None:
+                return refused
             return await kube.bind_pod(pod.namespace, pod.name, pod.uid, node)
+
+    async def _unreplicated(self, pod: PodInfo, node: str) -> BindResult | None:
+        """An error when the reservation may not survive a Redis failover (fewer replicas than asked
+        for hold it): a binding made on it could be counted by nobody after the failover."""
+        store = self.runtime.store
+        try:
+            acked = await store.replicated()
+        except (RedisError, OSError) as exc:
+            return BindResult(BindStatus.ERROR, f"cannot confirm the reservation of {pod.key} on Redis replicas: {exc}")
+        if acked is None or acked >= store.min_replicas_ack:
+            return None
+        return BindResult(
+            BindStatus.ERROR,
+            f"the reservation of {pod.key} on {node} reached {acked} of the {store.min_replicas_ack} Redis "
+            f"replicas asked for within {store.ack_timeout:g}s; not binding on a reservation a failover could lose",
+        )
 
     @staticmethod
     def bind_error(pod: PodInfo, node: str, result: BindResult) -> str:
@@ -291,6 +311,14 @@ class Binder:
         result = await self.api_bind(pod, target.node)
         if result.ok:
             return ""
+        if result.uncertain:
+            # The API server may still create the Binding: the reservation stays, so the capacity is
+            # not handed out twice before the watch sees the pod; if it never is, the reservation expires.
+            log.warning("binding %s to %s has no answer; its reservation is kept: %s", pod.key, target.node, result)
+            return (
+                f"binding pod {pod.key} to node {target.node} got no answer from the API server "
+                f"({result.message}); the reservation is kept until the watch shows the pod or it expires"
+            )
         try:
             await self.runtime.store.forget_pod(pod.uid, target.node)
         except (RedisError, OSError) as exc:  # the reservation then expires with its TTL

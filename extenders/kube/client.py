@@ -67,6 +67,21 @@ class ListResult:
     resource_version: str
 
 
+def _segment(text: str) -> str:
+    """``text`` as one URL path segment: a "/" or ".." in a name from a request cannot reach another path."""
+    if text in (".", ".."):  # a bare dot segment would be resolved away by the URL parser
+        return text.replace(".", "%2E")
+    return quote(text, safe="")
+
+
+def _unsent(exc: httpx.HTTPError) -> bool:
+    """The request surely never reached the API server: it failed while connecting."""
+    return isinstance(
+        exc,
+        httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout | httpx.ProxyError | httpx.UnsupportedProtocol,
+    )
+
+
 class BindStatus(enum.Enum):
     BOUND = "bound"
     ALREADY_BOUND = "already-bound-same-node"  # a retry of a bind that already happened: success
@@ -81,6 +96,9 @@ class BindResult:
     status: BindStatus
     message: str = ""
     node: str = ""  # where the pod is bound (BOUND, ALREADY_BOUND, BOUND_ELSEWHERE)
+    # An ERROR after the request may have reached the API server (a read timeout, a dropped
+    # connection): the API server may still create the Binding.
+    uncertain: bool = False
 
     @property
     def ok(self) -> bool:
@@ -108,10 +126,7 @@ class KubeClient:
         return body
 
     async def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return await self.get(f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}")
-
-    async def get_podgroup(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return await self.get(f"/apis/{PODGROUP_GROUP_VERSION}/namespaces/{quote(namespace)}/podgroups/{quote(name)}")
+        return await self.get(f"/api/v1/namespaces/{_segment(namespace)}/pods/{_segment(name)}")
 
     async def has_podgroups(self) -> bool:
         """Whether the PodGroup CRD is served (a 404 on its collection means no)."""
@@ -176,7 +191,7 @@ class KubeClient:
         """Merge ``annotations`` into a pod's metadata; False when the pod is gone or was replaced
         (the UID in the patch must match the pod's, so a pod recreated under the name is left alone)."""
         body = {"metadata": {"uid": uid, "annotations": annotations}}
-        path = f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}"
+        path = f"/api/v1/namespaces/{_segment(namespace)}/pods/{_segment(name)}"
         resp = await self.http.patch(
             path, content=orjson.dumps(body), headers={"Content-Type": "application/merge-patch+json"}
         )
@@ -188,18 +203,18 @@ class KubeClient:
 
     async def create_event(self, namespace: str, event: dict[str, Any]) -> None:
         """POST a core/v1 Event (the API kubectl describe reads)."""
-        path = f"/api/v1/namespaces/{quote(namespace)}/events"
+        path = f"/api/v1/namespaces/{_segment(namespace)}/events"
         resp = await self.http.post(path, content=orjson.dumps(event), headers={"Content-Type": "application/json"})
         if resp.status_code not in (200, 201):
             raise _error_from_response(resp)
 
     async def patch_event(self, namespace: str, name: str, changes: dict[str, Any]) -> bool:
         """Merge ``changes`` into an Event; False when it is gone (Events expire after an hour)."""
-        return await self._merge_patch(f"/api/v1/namespaces/{quote(namespace)}/events/{quote(name)}", changes)
+        return await self._merge_patch(f"/api/v1/namespaces/{_segment(namespace)}/events/{_segment(name)}", changes)
 
     async def patch_podgroup_status(self, namespace: str, name: str, status: dict[str, Any]) -> bool:
         """Merge ``status`` into a PodGroup's status subresource; False when the PodGroup is gone."""
-        path = f"/apis/{PODGROUP_GROUP_VERSION}/namespaces/{quote(namespace)}/podgroups/{quote(name)}/status"
+        path = f"/apis/{PODGROUP_GROUP_VERSION}/namespaces/{_segment(namespace)}/podgroups/{_segment(name)}/status"
         return await self._merge_patch(path, {"status": status})
 
     async def _merge_patch(self, path: str, body: dict[str, Any]) -> bool:
@@ -224,11 +239,11 @@ class KubeClient:
             "metadata": {"name": name, "namespace": namespace, "uid": uid},
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         }
-        path = f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}/binding"
+        path = f"/api/v1/namespaces/{_segment(namespace)}/pods/{_segment(name)}/binding"
         try:
             resp = await self.http.post(path, content=orjson.dumps(body), headers={"Content-Type": "application/json"})
         except httpx.HTTPError as exc:
-            return BindResult(BindStatus.ERROR, f"binding {namespace}/{name}: {exc!r}")
+            return BindResult(BindStatus.ERROR, f"binding {namespace}/{name}: {exc!r}", uncertain=not _unsent(exc))
         if resp.status_code in (200, 201):
             return BindResult(BindStatus.BOUND, node=node)
         error = _error_from_response(resp)

@@ -24,8 +24,13 @@ from extenders.kube.transport import TRANSPORTS, build_transport
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 DEFAULT_KUBECONFIG = Path("~/.kube/config")
 MODES = ("auto", "on", "off")
-# Plain requests; watches raise the read timeout per request.
-DEFAULT_TIMEOUT = httpx.Timeout(10.0, connect=5.0)
+# Plain requests (a bind's Binding among them); watches raise the read timeout per request.
+DEFAULT_TIMEOUT_SECONDS = 10.0
+
+
+def request_timeout(seconds: float = DEFAULT_TIMEOUT_SECONDS) -> httpx.Timeout:
+    """Each plain API request's timeout: ``seconds`` to read, at most 5 s of it to connect."""
+    return httpx.Timeout(seconds, connect=min(5.0, seconds))
 
 
 class KubeConfigError(RuntimeError):
@@ -60,7 +65,9 @@ def find_kubeconfig(kubeconfig: str | None = None, service_account: Path = SERVI
     return None
 
 
-def httpx_params(config: KubeConfig, context: str | None = None) -> dict[str, Any]:
+def httpx_params(
+    config: KubeConfig, context: str | None = None, timeout: float = DEFAULT_TIMEOUT_SECONDS
+) -> dict[str, Any]:
     """httpx.AsyncClient keyword arguments for one kubeconfig context."""
     try:
         single = config.get(context)
@@ -68,7 +75,7 @@ def httpx_params(config: KubeConfig, context: str | None = None) -> dict[str, An
             raise KubeConfigError("the kubeconfig has no usable context")
         if single.user is None:  # lightkube insists on a user; an anonymous one is valid
             single = single._replace(user=User())
-        params: dict[str, Any] = ConnectionParams(timeout=DEFAULT_TIMEOUT).httpx_params(single)
+        params: dict[str, Any] = ConnectionParams(timeout=request_timeout(timeout)).httpx_params(single)
     except (ConfigError, OSError, ValueError) as exc:
         raise KubeConfigError(f"cannot use the Kubernetes configuration: {exc}") from exc
     return params
@@ -81,10 +88,11 @@ def build_http_client(
     token: str | None = None,
     service_account: Path = SERVICE_ACCOUNT_DIR,
     transport: str = "aiohttp",
+    timeout: float = DEFAULT_TIMEOUT_SECONDS,
 ) -> httpx.AsyncClient | None:
     """The API client for ``mode``: "off" -> None; "auto" -> None when nothing is configured;
     "on" -> KubeConfigError when nothing is configured. ``transport`` picks the connection pool
-    under httpx (see extenders.kube.transport)."""
+    under httpx (see extenders.kube.transport); ``timeout`` bounds each plain request."""
     if mode not in MODES:
         raise KubeConfigError(f"kube mode must be one of {', '.join(MODES)}, got {mode!r}")
     if transport not in TRANSPORTS:
@@ -94,7 +102,10 @@ def build_http_client(
     if url:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         return httpx.AsyncClient(
-            base_url=url.rstrip("/"), headers=headers, timeout=DEFAULT_TIMEOUT, transport=build_transport(transport)
+            base_url=url.rstrip("/"),
+            headers=headers,
+            timeout=request_timeout(timeout),
+            transport=build_transport(transport),
         )
     config = find_kubeconfig(kubeconfig, service_account)
     if config is None:
@@ -104,7 +115,7 @@ def build_http_client(
                 "(no in-cluster service account, $KUBECONFIG or ~/.kube/config; or set EXTENDER_KUBE_URL)"
             )
         return None
-    params = httpx_params(config)
+    params = httpx_params(config, timeout=timeout)
     # The transport carries the TLS settings (cluster CA, client certificate) from the kubeconfig.
     params["transport"] = build_transport(transport, params.pop("verify", True))
     return httpx.AsyncClient(**params)

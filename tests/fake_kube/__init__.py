@@ -47,7 +47,9 @@ Covered, with the real API's JSON wire formats:
   tolerations. Discovery: /version, /api, /apis, /api/v1, /apis/<group>/<version>.
 - Admin endpoints under /_fake/ (no auth): GET/DELETE stats (request counts per verb and resource,
   open watches, object counts, resourceVersion), POST compact, POST break-watches[?resource=pods],
-  POST latency {"seconds"}, POST/DELETE faults {"code", "count" (null = forever), "match"}, POST
+  POST latency {"seconds", "match" (only requests whose "METHOD path?query" has it; carried out after
+  the delay even when the client gave up), "commit" (false: answer 504 instead, changing nothing)},
+  POST/DELETE faults {"code", "count" (null = forever), "match"}, POST
   podgroups {"enabled"}.
 
 Not covered (on purpose): other resources; Services' IP allocation and endpoints, workload

@@ -409,8 +409,10 @@ class FakeKubeClient:
         params = {"resource": resource} if resource else {}
         return int(self._call("POST", "/_fake/break-watches", params=params)["closed"])
 
-    def set_latency(self, seconds: float) -> None:
-        self._call("POST", "/_fake/latency", json={"seconds": seconds})
+    def set_latency(self, seconds: float, match: str = "", commit: bool = True) -> None:
+        """Delay every request by ``seconds``, or with ``match`` only those whose "METHOD path?query" has it;
+        ``commit=False``: such a request then answers 504 without being carried out."""
+        self._call("POST", "/_fake/latency", json={"seconds": seconds, "match": match, "commit": commit})
 
     def add_fault(self, code: int, match: str = "", count: int | None = 1, message: str = "injected fault") -> None:
         self._call("POST", "/_fake/faults", json={"code": code, "match": match, "count": count, "message": message})

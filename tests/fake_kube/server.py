@@ -87,6 +87,8 @@ class FakeApiServer:
     config: FakeConfig
     store: Store = field(init=False)
     latency: float = 0.0
+    # match -> (extra seconds for requests whose target has it, whether the request is then carried out)
+    delays: dict[str, tuple[float, bool]] = field(default_factory=dict)
     faults: list[Fault] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -133,9 +135,16 @@ class FakeApiServer:
         authorization = request.headers.get("authorization")
         if self.config.token and path not in PUBLIC_PATHS and authorization != f"Bearer {self.config.token}":
             return _json(errors.status_body(401, "Unauthorized", "Unauthorized"), 401)
-        if self.latency:
-            await asyncio.sleep(self.latency)
         target = f"{request.method} {path}?{request.url.query}"
+        delays = [(seconds, commit) for match, (seconds, commit) in self.delays.items() if match in target]
+        delay = self.latency + sum(seconds for seconds, _ in delays)
+        if delay:
+            # Read first: a write is still carried out after the delay when its client gave up
+            # meanwhile, as an API server may commit a write whose caller timed out.
+            await request.body()
+            await asyncio.sleep(delay)
+            if not all(commit for _, commit in delays):
+                return _json(errors.status_body(504, "request did not complete within the allowed duration"), 504)
         for fault in self.faults:
             if fault.match in target and fault.remaining != 0:
                 if fault.remaining is not None:
@@ -365,8 +374,14 @@ class FakeApiServer:
         if action == "break-watches" and method == "POST":
             return _json({"closed": store.break_watches(request.query_params.get("resource"))})
         if action == "latency" and method == "POST":
-            self.latency = float(body.get("seconds", 0))
-            return _json({"seconds": self.latency})
+            seconds, match, commit = float(body.get("seconds", 0)), str(body.get("match", "")), body.get("commit", True)
+            if not match:
+                self.latency = seconds
+            elif seconds:
+                self.delays[match] = (seconds, bool(commit))
+            else:
+                self.delays.pop(match, None)
+            return _json({"seconds": seconds, "match": match, "commit": commit})
         if action == "faults" and method == "POST":
             self.faults.append(
                 Fault(

@@ -29,6 +29,20 @@ def test_a_bad_setting_is_one_line_naming_the_variable_and_no_traceback() -> Non
     assert "EXTENDER_LEASE_SECONDS='-1'" in lines[0] and "greater than 0" in lines[0]
 
 
+def test_a_bad_redis_url_option_is_one_line_that_shows_no_secret() -> None:
+    done = run_app(
+        EXTENDER_KUBE_MODE="off",
+        EXTENDER_REDIS_URL="redis://:hunter2@127.0.0.1:1/0?socket_timeout=abc",
+        EXTENDER_REDIS_SENTINELS="not a host list",
+    )
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "EXTENDER_REDIS_URL='redis://:***@127.0.0.1:1/0?socket_timeout=abc'" in lines[0]
+    assert "socket_timeout" in lines[0] and "EXTENDER_REDIS_SENTINELS" in lines[0]
+    assert "hunter2" not in done.stderr
+
+
 def test_help_lists_every_setting_with_its_default() -> None:
     done = run_app("--help")
     assert done.returncode == 0

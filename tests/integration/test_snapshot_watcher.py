@@ -11,7 +11,7 @@ import redis.asyncio as aredis
 
 from extenders.aio import cancel_and_wait
 from extenders.cache import SnapshotCache
-from extenders.kube.client import BindStatus, KubeClient
+from extenders.kube.client import PODGROUP_GROUP_VERSION, BindStatus, KubeClient
 from extenders.kube.config import build_http_client
 from extenders.snapshot import Snapshot
 from extenders.store import Store
@@ -373,5 +373,5 @@ async def test_bind_pod_outcomes(fake_kube: FakeKube, kube: KubeClient) -> None:
     assert got is not None and got["spec"]["nodeName"] == "n1"
     assert await kube.get_pod("default", "nope") is None
     fake_kube.client.create(make_podgroup("g", min_member=2))
-    group = await kube.get_podgroup("default", "g")
+    group = await kube.get(f"/apis/{PODGROUP_GROUP_VERSION}/namespaces/default/podgroups/g")
     assert group is not None and group["spec"]["minMember"] == 2

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from fractions import Fraction
 
 import pytest
@@ -115,3 +116,24 @@ def test_rejects_what_kubernetes_rejects(text: str) -> None:
 def test_rejects_non_quantities(bad: object) -> None:
     with pytest.raises(QuantityError):
         parse_quantity(bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("text", ["1e99999999", "-1e99999999", "1e-99999999", "9" * 10_000, "1e" + "9" * 60])
+def test_hostile_quantities_are_cheap(text: str) -> None:
+    """A huge exponent or digit string is refused or rounded at once, not computed for seconds."""
+    started = time.perf_counter()
+    try:
+        amount: int | None = resource_amount("cpu", text)
+    except QuantityError:
+        amount = None
+    assert time.perf_counter() - started < 0.5
+    if text == "1e-99999999":
+        assert amount == 1  # a tiny positive amount still takes one millicore, as in apimachinery
+    else:
+        assert amount is None
+
+
+def test_large_exponents_within_range_are_exact() -> None:
+    assert parse_quantity("1e18") == 10**18
+    assert parse_quantity("0e999999") == 0
+    assert milli_value("1e-100") == 1

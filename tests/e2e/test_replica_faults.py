@@ -1,0 +1,138 @@
+"""A replica SIGKILLed under the real kube-scheduler, which reaches the replicas through the balancer:
+the watch moves to the survivor within the lease, and a burst of pods in flight still ends with every
+pod bound, within each node's capacity. Each test brings the killed replica back on its port."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from devstack.kube import resources, wait_for
+from devstack.replica import ServerProcess
+from devstack.stack import Stack
+from tests.e2e.conftest import Cluster, StartStack
+
+pytestmark = pytest.mark.e2e
+
+LEASE_SECONDS = 3.0
+# The lease lapses at most LEASE_SECONDS after the victim's last renewal; the survivor campaigns just
+# after that. The margin covers polling /readyz and a loaded machine.
+TAKEOVER_MARGIN = 1.5
+
+
+@pytest.fixture(scope="module")
+def stack(stack_factory: StartStack) -> Stack:
+    return stack_factory(replicas=2, env={"EXTENDER_LEASE_SECONDS": f"{LEASE_SECONDS:g}"})
+
+
+def readiness(replica: ServerProcess) -> dict[str, object]:
+    resp = httpx.get(f"{replica.probe_url}/readyz", timeout=2)
+    answer: dict[str, object] = resp.json()
+    return answer
+
+
+def binds_answered(replica: ServerProcess) -> float:
+    """The bind calls this replica answered, from its /metrics."""
+    total = 0.0
+    for family in text_string_to_metric_families(replica.get("/metrics").text):
+        for sample in family.samples:
+            if sample.name == "extender_requests_total" and sample.labels.get("verb") == "bind":
+                total += sample.value
+    return total
+
+
+def leader_index(stack: Stack) -> int:
+    def one_leader() -> list[int] | None:
+        leading = [i for i, r in enumerate(stack.replicas) if readiness(r).get("is_leader") is True]
+        return leading if len(leading) == 1 else None
+
+    return wait_for(one_leader, 30, "exactly one replica leads the watch")[0]
+
+
+@pytest.fixture
+def revive(stack: Stack) -> Iterator[list[int]]:
+    """Indexes of replicas a test killed; each is started again on its port afterwards."""
+    killed: list[int] = []
+    yield killed
+    for index in killed:
+        stack.restart_replica(index)
+
+
+def test_the_watch_moves_to_the_survivor_within_the_lease(cluster: Cluster, stack: Stack, revive: list[int]) -> None:
+    """The replica leading the watch is SIGKILLed: the survivor takes the lease within the lease time
+    (plus a small margin), and a pod created right after the kill is bound through the survivor."""
+    nodes = cluster.nodes(2, cpu="4")
+    cluster.wait_synced()
+    victim_index = leader_index(stack)
+    victim, survivor = stack.replicas[victim_index], stack.replicas[1 - victim_index]
+    binds_before = binds_answered(survivor)
+
+    revive.append(victim_index)
+    victim.kill()
+    killed = time.monotonic()
+    cluster.pod("after-kill", requests=resources(cpu="1"))
+
+    def survivor_leads() -> float | None:
+        return time.monotonic() if readiness(survivor).get("is_leader") is True else None
+
+    took = wait_for(survivor_leads, LEASE_SECONDS + 30, "the survivor leads", interval=0.05) - killed
+    assert took <= LEASE_SECONDS + TAKEOVER_MARGIN, f"took the lease {took:.2f}s after the kill"
+    placed = cluster.wait_bound(["after-kill"], timeout=60)
+    assert placed["after-kill"] in nodes
+    assert binds_answered(survivor) > binds_before, "the pod created after the kill was bound through the survivor"
+    assert readiness(survivor)["synced"] is True
+    print(f"leadership moved {took:.2f}s after the SIGKILL (lease {LEASE_SECONDS:g}s)")
+
+
+BURST_NODES = 5
+NODE_CPU = 8
+BURST_PODS = BURST_NODES * NODE_CPU  # one CPU each: the pods fill every node exactly
+
+
+def test_a_replica_killed_during_a_burst_leaves_every_pod_bound_within_capacity(
+    cluster: Cluster, stack: Stack, revive: list[int]
+) -> None:
+    """The leader is SIGKILLed once a few pods of a burst are bound: the calls it was answering fail,
+    kube-scheduler retries those pods through the balancer, and every pod ends up bound with no node
+    over its capacity; the survivor's snapshot then counts exactly the bound pods."""
+    nodes = cluster.nodes(BURST_NODES, cpu=str(NODE_CPU))
+    cluster.wait_synced()
+    victim_index = leader_index(stack)
+    victim, survivor = stack.replicas[victim_index], stack.replicas[1 - victim_index]
+    names = [f"burst-{i}" for i in range(BURST_PODS)]
+    bound_at_kill = -1
+    for i, name in enumerate(names):
+        cluster.pod(name, requests=resources(cpu="1"))
+        if bound_at_kill < 0 and i >= 8 and sum(1 for n in cluster.placement().values() if n) >= 3:
+            revive.append(victim_index)
+            victim.kill()
+            bound_at_kill = sum(1 for n in cluster.placement().values() if n)
+    if bound_at_kill < 0:  # the pods were created faster than any was bound: kill now, mid-burst
+        bound_at_kill = sum(1 for n in cluster.placement().values() if n)
+        revive.append(victim_index)
+        victim.kill()
+    assert bound_at_kill < BURST_PODS, "every pod was bound before the kill: nothing was in flight"
+
+    placed = cluster.wait_bound(names, timeout=120)
+    per_node = Counter(placed.values())
+    assert set(per_node) <= set(nodes)
+    assert all(count <= NODE_CPU for count in per_node.values()), per_node
+    assert sum(per_node.values()) == BURST_PODS
+
+    def snapshot_counts_the_pods() -> bool:
+        for node in nodes:
+            doc = survivor.get(f"/v1/nodes/{node}", timeout=5).json()
+            if doc["requested"].get("cpu") != per_node[node] * 1000 or any(p["assumed"] for p in doc["pods"]):
+                return False
+        return True
+
+    wait_for(snapshot_counts_the_pods, 60, "the survivor's snapshot counts exactly the bound pods")
+    assert stack.scheduler is not None
+    failed_calls = stack.scheduler.log(tail=10**8).count("Error scheduling pod; retrying")
+    assert failed_calls >= 1, "no extender call failed: the kill struck no call in flight"
+    print(f"killed the leader with {bound_at_kill} of {BURST_PODS} pods bound; {failed_calls} calls failed; all bound")
