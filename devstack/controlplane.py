@@ -14,7 +14,6 @@ import datetime
 import os
 import secrets
 import shutil
-import signal
 import ssl
 import subprocess
 import time
@@ -29,7 +28,7 @@ import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from app.embedded_redis import die_with_parent, free_port
+from app.embedded_redis import die_with_parent, free_port, stop_process
 
 BINARIES = ("etcd", "kube-apiserver", "kube-scheduler")
 REPO = Path(__file__).resolve().parents[1]
@@ -86,13 +85,7 @@ class Process:
         return self.log_path.read_text(errors="replace")[-tail:]
 
     def stop(self, timeout: float = 10.0) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc, timeout)
         self._log.close()
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from app.embedded_redis import die_with_parent, free_port
+from app.embedded_redis import die_with_parent, free_port, stop_process
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -104,11 +104,5 @@ class ServerProcess:
             self.proc.wait()
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
         self._log.close()

@@ -285,6 +285,11 @@ class Binder:
             return f"pod {pod.key} not found (deleted?): {result.message}"
         if result.status is BindStatus.UID_MISMATCH:
             return f"pod {pod.key} was replaced: {result.message}"
+        if result.uncertain:
+            return (
+                f"binding pod {pod.key} to node {node} got no answer from the API server "
+                f"({result.message}); the reservation is kept until the watch shows the pod or it expires"
+            )
         return f"binding pod {pod.key} to node {node} failed: {result.message}"
 
     # --- the verb ------------------------------------------------------------------------------
@@ -315,10 +320,7 @@ class Binder:
             # The API server may still create the Binding: the reservation stays, so the capacity is
             # not handed out twice before the watch sees the pod; if it never is, the reservation expires.
             log.warning("binding %s to %s has no answer; its reservation is kept: %s", pod.key, target.node, result)
-            return (
-                f"binding pod {pod.key} to node {target.node} got no answer from the API server "
-                f"({result.message}); the reservation is kept until the watch shows the pod or it expires"
-            )
+            return self.bind_error(pod, target.node, result)
         try:
             await self.runtime.store.forget_pod(pod.uid, target.node)
         except (RedisError, OSError) as exc:  # the reservation then expires with its TTL

@@ -200,8 +200,14 @@ class GangPermit:
 
     async def _bind_permitted(self, target: BindTarget, pod: PodInfo, ref: GangRef, token: str) -> str:
         result = await self.binder.api_bind(pod, target.node)
+        # A Binding that got no answer may still be created: its reservation stays, as a plain pod's
+        # does, until the watch shows the pod or the reservation expires (kube-scheduler's retry of
+        # the pod finds the gang permitted and binds it, or learns it is bound).
+        kept = result.ok or result.uncertain
+        if result.uncertain:
+            log.warning("gang %s: binding %s has no answer; its reservation is kept: %s", ref.key, pod.key, result)
         try:
-            await self.finished.done(ref.key, pod.uid, token, result.ok)
+            await self.finished.done(ref.key, pod.uid, token, kept)
         except (RedisError, OSError) as exc:
             # Bound: the watch confirms the reservation anyway. Not bound: it lapses with the lease.
             log.warning("gang %s: recording the outcome for %s failed: %s", ref.key, pod.key, exc)

@@ -1,6 +1,7 @@
 -- Held members' calls end. ARGV: prefix, cooldown ms, gang, assumed ttl ms, then triples
--- uid, token, outcome ('bound' | 'failed' | 'withdraw'). 'bound': the API bound the pod; its
--- reservation now waits for the watch to confirm it. 'failed': withdraw the arrival and release
+-- uid, token, outcome ('bound' | 'failed' | 'withdraw'). 'bound': the API bound the pod, or its
+-- Binding got no answer and may still be made; its reservation now waits for the watch to confirm
+-- it (or expires). 'failed': withdraw the arrival and release
 -- the reservation (the bind failed). 'withdraw': the same, but only while the gang is not
 -- permitted (its caller went away while held); a permitted gang keeps every arrival, since
 -- all-or-nothing needs each of them bound. Only the call that owns an arrival (same token)

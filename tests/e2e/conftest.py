@@ -17,6 +17,7 @@ import pytest
 from devstack.controlplane import ControlPlane, find_binaries
 from devstack.kube import Kube, install_podgroup_crd, priority_class, wait_for
 from devstack.stack import Stack
+from tests.e2e.scenarios import ScenarioCluster, Target
 from tests.plugins.e2e_tier import missing_message
 
 # Gang timing for the tier: the defaults, with a leader lease short enough for the kill test.
@@ -74,44 +75,20 @@ def stack(stack_factory: StartStack) -> Stack:
     return stack_factory()
 
 
-class Cluster:
-    """One test's view: its namespace, the nodes it made, and helpers that fail with the logs."""
+class Cluster(ScenarioCluster):
+    """One test's view: its namespace, the nodes it made, and helpers that fail with the logs; the
+    shared scenarios' cluster, on the module's stack."""
 
     def __init__(self, kube: Kube, stack: Stack, namespace: str) -> None:
-        self.kube = kube
+        super().__init__(Target(kube, stack.name, [r.url for r in stack.replicas], stack.logs), namespace)
         self.stack = stack
-        self.namespace = namespace
-        self.node_names: list[str] = []
-
-    def node(self, name: str, **kwargs: Any) -> str:
-        full = f"{self.namespace}-{name}"
-        self.kube.create_node(full, **kwargs)
-        self.node_names.append(full)
-        return full
-
-    def nodes(self, count: int, prefix: str = "n", **kwargs: Any) -> list[str]:
-        return [self.node(f"{prefix}{i}", **kwargs) for i in range(count)]
-
-    def pod(self, name: str, **kwargs: Any) -> dict[str, Any]:
-        return self.kube.create_pod(self.namespace, self.kube.pod_body(name, scheduler=self.stack.name, **kwargs))
 
     def placement(self, label_selector: str | None = None) -> dict[str, str]:
         return self.kube.placement(self.namespace, label_selector)
 
-    def wait_bound(self, names: list[str], timeout: float = 60) -> dict[str, str]:
-        """Every pod in ``names`` bound; fails with the stack's logs."""
-
-        def check() -> dict[str, str] | None:
-            placed = self.placement()
-            return placed if all(placed.get(n) for n in names) else None
-
-        try:
-            return wait_for(check, timeout, f"pods {names} bound")
-        except TimeoutError as exc:
-            raise AssertionError(f"{exc}\nplacement: {self.placement()}\n{self.stack.logs()}") from None
-
     def wait_synced(self, timeout: float = 30) -> None:
-        """Every replica's snapshot has this test's nodes (the watch has written them)."""
+        """Every replica's snapshot has this test's nodes (through each replica's own client, which
+        presents the client certificate when the stack serves mutual TLS)."""
 
         def check() -> bool:
             for replica in self.stack.replicas:
@@ -121,11 +98,6 @@ class Cluster:
             return True
 
         wait_for(check, timeout, "the replicas' snapshots have the nodes")
-
-    def cleanup(self) -> None:
-        self.kube.delete_namespace_pods(self.namespace)
-        for name in self.node_names:
-            self.kube.delete_node(name)
 
 
 @pytest.fixture

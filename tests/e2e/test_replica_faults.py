@@ -4,6 +4,8 @@ pod bound, within each node's capacity. Each test brings the killed replica back
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -23,6 +25,9 @@ LEASE_SECONDS = 3.0
 # The lease lapses at most LEASE_SECONDS after the victim's last renewal; the survivor campaigns just
 # after that. The margin covers polling /readyz and a loaded machine.
 TAKEOVER_MARGIN = 1.5
+# How long the victim is frozen before the kill: kube-scheduler's calls routed to it pile up meanwhile
+# (well inside its 5 s extender timeout).
+FROZEN_SECONDS = 1.5
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +102,7 @@ BURST_PODS = BURST_NODES * NODE_CPU  # one CPU each: the pods fill every node ex
 def test_a_replica_killed_during_a_burst_leaves_every_pod_bound_within_capacity(
     cluster: Cluster, stack: Stack, revive: list[int]
 ) -> None:
-    """The leader is SIGKILLed once a few pods of a burst are bound: the calls it was answering fail,
+    """The leader is frozen and then SIGKILLed once a few pods of a burst are bound: the calls it held fail,
     kube-scheduler retries those pods through the balancer, and every pod ends up bound with no node
     over its capacity; the survivor's snapshot then counts exactly the bound pods."""
     nodes = cluster.nodes(BURST_NODES, cpu=str(NODE_CPU))
@@ -106,16 +111,23 @@ def test_a_replica_killed_during_a_burst_leaves_every_pod_bound_within_capacity(
     victim, survivor = stack.replicas[victim_index], stack.replicas[1 - victim_index]
     names = [f"burst-{i}" for i in range(BURST_PODS)]
     bound_at_kill = -1
+
+    def strike() -> int:
+        """Freeze the victim first, so the calls kube-scheduler sends it meanwhile hang unanswered,
+        then SIGKILL it with those calls in flight; returns how many pods were bound by then."""
+        revive.append(victim_index)
+        os.kill(victim.proc.pid, signal.SIGSTOP)
+        time.sleep(FROZEN_SECONDS)
+        bound = sum(1 for n in cluster.placement().values() if n)
+        victim.kill()
+        return bound
+
     for i, name in enumerate(names):
         cluster.pod(name, requests=resources(cpu="1"))
         if bound_at_kill < 0 and i >= 8 and sum(1 for n in cluster.placement().values() if n) >= 3:
-            revive.append(victim_index)
-            victim.kill()
-            bound_at_kill = sum(1 for n in cluster.placement().values() if n)
-    if bound_at_kill < 0:  # the pods were created faster than any was bound: kill now, mid-burst
-        bound_at_kill = sum(1 for n in cluster.placement().values() if n)
-        revive.append(victim_index)
-        victim.kill()
+            bound_at_kill = strike()
+    if bound_at_kill < 0:  # the pods were created faster than any was bound: strike now, mid-burst
+        bound_at_kill = strike()
     assert bound_at_kill < BURST_PODS, "every pod was bound before the kill: nothing was in flight"
 
     placed = cluster.wait_bound(names, timeout=120)

@@ -349,3 +349,69 @@ async def test_a_bind_the_api_server_never_carries_out_frees_its_reservation_whe
         assert retry == ""
     assert fake_kube.client.get("Pod", "web")["spec"]["nodeName"] == "drop-n1"
     assert "Traceback" not in server.log(), server.log()
+
+
+async def test_gang_members_whose_bindings_get_no_answer_keep_their_reservations(
+    fake_kube: FakeKube, start_server: StartServer
+) -> None:
+    """A permitted gang whose Bindings outlive the request timeout: each member's call answers an Error
+    in time, and each member's reservation stays counted (a plain pod is refused the node) until the API
+    server, which carries the Bindings out after its delay, shows both pods bound; kube-scheduler's
+    retries then succeed, and nothing is counted twice."""
+    for name in ("gt-n1", "gt-n2"):
+        fake_kube.client.create(gpu_node(name, gpus=1))
+    members = [fake_kube.client.create(member(f"pair-{i}", "pair", 2)) for i in range(2)]
+    other = fake_kube.client.create(make_pod("other", extra_requests={GPU: "1"}))
+    env = {
+        "EXTENDER_KUBE_URL": fake_kube.url,
+        "EXTENDER_KUBE_TOKEN": fake_kube.token,
+        "EXTENDER_KUBE_TIMEOUT_SECONDS": str(KUBE_TIMEOUT),
+        "EXTENDER_LEASE_SECONDS": "3",
+        "EXTENDER_GANG_WINDOW_SECONDS": "30",
+    }
+    server = start_server(env=env, ready=True)
+    nodes = ["gt-n1", "gt-n2"]
+    async with httpx.AsyncClient(timeout=30) as client:
+
+        async def on_node(node: str) -> list[tuple[str, bool]]:
+            found = await doc(client, server, f"/v1/nodes/{node}")
+            assert found is not None
+            return [(p["uid"], p["assumed"]) for p in found["pods"]]
+
+        async def synced() -> bool:
+            gang = await doc(client, server, "/v1/gangs/default/pair")
+            return all([await doc(client, server, f"/v1/nodes/{n}") for n in nodes]) and bool(gang)
+
+        await eventually(synced, 15)
+        fake_kube.client.set_latency(BINDING_DELAY, match="/binding")
+        started = time.monotonic()
+        answers = await asyncio.gather(*(bind(client, server, m, n) for m, n in zip(members, nodes, strict=True)))
+        for error, answered in answers:
+            assert "no answer" in error, error
+            assert answered - started < KUBE_TIMEOUT + 4.0, f"answered after {answered - started:.2f}s"
+        # The API server is still at work: both reservations stand, so the plain pod fits nowhere.
+        for m, n in zip(members, nodes, strict=True):
+            assert [uid for uid, _ in await on_node(n)] == [m["metadata"]["uid"]]
+        for n in nodes:
+            refused, _ = await bind(client, server, other, n)
+            assert "Insufficient" in refused, refused
+
+        async def bound_by_the_api() -> bool:
+            return all(fake_kube.client.get("Pod", m["metadata"]["name"])["spec"].get("nodeName") for m in members)
+
+        await eventually(bound_by_the_api, BINDING_DELAY + 5)
+        fake_kube.client.set_latency(0, match="/binding")
+
+        async def confirmed() -> bool:
+            return all(
+                [await on_node(n) == [(m["metadata"]["uid"], False)] for m, n in zip(members, nodes, strict=True)]
+            )
+
+        await eventually(confirmed, 10)
+        retries = await asyncio.gather(*(bind(client, server, m, n) for m, n in zip(members, nodes, strict=True)))
+        assert [error for error, _ in retries] == ["", ""]
+        for n in nodes:
+            found = await doc(client, server, f"/v1/nodes/{n}")
+            assert found is not None and found["requested"][GPU] == 1, found
+    assert fake_kube.client.get("Pod", "other")["spec"].get("nodeName") in (None, "")
+    assert "Traceback" not in server.log(), server.log()

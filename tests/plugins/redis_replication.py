@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import redis
 
-from app.embedded_redis import die_with_parent, find_redis_server, free_port
+from app.embedded_redis import die_with_parent, find_redis_server, free_port, stop_process
 
 MASTER_NAME = "extender-primary"
 DOWN_AFTER_MS = 500  # a primary silent this long is down for a Sentinel
@@ -112,13 +112,7 @@ class RedisNode:
 
     def stop(self) -> None:
         self.signal(signal.SIGCONT)  # a SIGSTOPped one must run to handle SIGTERM
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
         self._dir.cleanup()
 
 
