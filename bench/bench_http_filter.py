@@ -43,6 +43,7 @@ sys.path.insert(0, str(REPO))
 from app.embedded_redis import EmbeddedRedis  # noqa: E402
 from devstack.replica import ServerProcess  # noqa: E402
 from extenders.convert import node_facts, pod_info  # noqa: E402
+from extenders.redis_connect import PoolOptions, RedisPool, RedisTarget  # noqa: E402
 from extenders.store import Op, Store  # noqa: E402
 
 Json = dict[str, Any]
@@ -282,7 +283,10 @@ async def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
     pods = pod_specs(rng, args.nodes, args.pods_per_node)
     names = [n["metadata"]["name"] for n in nodes]
     prefix = f"benchhttp{uuid.uuid4().hex[:6]}"
-    redis_client = aredis.Redis.from_url(url)
+    # Through the replicas' own connection factory: a plain client would leave the prefix without the
+    # server marker, and the replica's first connection would start a new store history (fencing us).
+    pool = RedisPool(RedisTarget(url=url), PoolOptions(timeout=5.0, history_prefix=prefix))
+    redis_client = aredis.Redis(connection_pool=pool.pool)
     store = Store(redis_client, prefix)
     lease = (await store.acquire_lease("bench-http-writer#0", 3600)).lease
     if lease is None:
@@ -321,6 +325,7 @@ async def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
         await store.release_lease(lease)
         await delete_prefix(redis_client, prefix)
         await redis_client.aclose()
+        await pool.aclose()
     plain_ms = plain["server_ms"]
     pair_p99 = plain_ms["filter_prioritize"]["p99"]
     call_p99 = max(plain_ms["filter"]["p99"], plain_ms["prioritize"]["p99"])
