@@ -130,7 +130,7 @@ class Scheduler:
             except (RedisError, OSError) as exc:
                 return self._filter_answer(args, [], {}, {}, f"gang state unavailable (Redis: {exc})")
             try:
-                memo = self.equivalence.memo(pod)
+                memo = self.equivalence.memo(pod, "filter")
                 view = engine.without_own_reservation(snap, pod, names)
                 result = engine.filter_nodes(self.policy, pod, view, names, memo)
             except Exception as exc:  # a bug must fail this pod's cycle, not the HTTP request
@@ -198,11 +198,16 @@ class Scheduler:
                 log.warning("prioritize answered neutral scores: snapshot unavailable")
                 return [{"Host": n, "Score": 0} for n in names]
             try:
+                memo = self.equivalence.memo(pod, "prioritize")
+                counts = engine.ScoreCounts()
                 view = engine.without_own_reservation(snap, pod, names)
-                scores = engine.prioritize_nodes(self.policy, pod, view, names)
+                scores = engine.prioritize_nodes(self.policy, pod, view, names, memo, counts)
             except Exception:  # kube-scheduler ignores prioritize failures: neutral scores say the same
                 log.exception("prioritize failed for %s", pod.key)
                 scores = [(n, 0) for n in names]
+            else:
+                if memo is not None:
+                    self.equivalence.count("prioritize", counts.reused, counts.computed)
             return [{"Host": h, "Score": s} for h, s in scores]
 
     async def preempt(self, args: ExtenderPreemptionArgs) -> dict[str, Any]:

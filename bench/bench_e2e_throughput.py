@@ -5,20 +5,26 @@ and the extender's replicas behind a loopback balancer; registers ``--nodes`` Re
 over ``--zones`` zones. Each phase creates ``--pods`` pending pods first (Deployment-like: ``--apps``
 apps with a ReplicaSet owner; a fifth of the apps with required anti-affinity on the hostname,
 another fifth with a zone topology spread constraint), then starts a kube-scheduler whose profile
-they name and times until the API shows every pod bound. The plain phase's scheduler has no
-extender; the extender phase's scheduler calls filter, prioritize and bind through the balancer.
+they name and times until a watch on the namespace has seen every pod bound (a watch, not
+repeated lists: listing 3000 pods several times a second would take the CPU being measured). The
+plain phase's scheduler has no extender; the extender phase's scheduler calls filter and
+prioritize on one replica and bind on another (``--layout direct``, as a Service with a
+kernel-level balancer would spread kube-scheduler's connections), or every verb through a
+loopback TCP balancer running in this process (``--layout balancer``).
 
 Prints one JSON object. Usage:
-python -m bench.bench_e2e_throughput [--nodes 1000] [--pods 3000] [--apps 20] [--replicas 2]
+python -m bench.bench_e2e_throughput [--nodes 1000] [--pods 3000] [--apps 20] [--replicas 2] [--layout direct]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import secrets
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -90,8 +96,50 @@ def create_all(kube: Kube, namespace: str, bodies: list[dict[str, Any]]) -> floa
     return time.perf_counter() - start
 
 
-def bound_count(kube: Kube, namespace: str) -> int:
-    return sum(1 for node in kube.placement(namespace).values() if node)
+class BoundWatch:
+    """Counts the namespace's pods that have a node, from one watch (started before the scheduler)."""
+
+    def __init__(self, plane: ControlPlane, namespace: str, expected: int) -> None:
+        self.expected = expected
+        self.bound: set[str] = set()
+        self.done = threading.Event()
+        self._client = plane.client(timeout=None)  # type: ignore[arg-type]
+        listing = self._client.get(f"/api/v1/namespaces/{namespace}/pods", params={"limit": "1"})
+        listing.raise_for_status()
+        version = listing.json()["metadata"]["resourceVersion"]
+        self._url = f"/api/v1/namespaces/{namespace}/pods"
+        self._params = {"watch": "1", "resourceVersion": version, "allowWatchBookmarks": "false"}
+        self._thread = threading.Thread(target=self._run, name="bound-watch", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        with self._client.stream("GET", self._url, params=self._params) as stream:
+            for line in stream.iter_lines():
+                if not line:
+                    continue
+                event = json.loads(line)
+                obj = event.get("object") or {}
+                if event.get("type") in ("ADDED", "MODIFIED") and (obj.get("spec") or {}).get("nodeName"):
+                    self.bound.add(obj["metadata"]["name"])
+                    if len(self.bound) >= self.expected:
+                        self.done.set()
+                        return
+
+    def wait(self, timeout: float) -> None:
+        if not self.done.wait(timeout):
+            raise TimeoutError(f"{len(self.bound)} of {self.expected} pods bound after {timeout}s")
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU a process has used so far (0 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def run_phase(
@@ -103,25 +151,33 @@ def run_phase(
     pods: int,
     apps: int,
     qps: int,
+    processes: dict[str, int],
 ) -> dict[str, Any]:
-    """Pods first, then the scheduler; pods/s from its start to the last pod bound."""
+    """Pods first, then the scheduler; pods/s from its start to the last pod bound, and the CPU each of
+    ``processes`` (name -> pid) and the scheduler used meanwhile, in ms per pod."""
     namespace = f"{name}-{secrets.token_hex(3)}"
     kube.create_namespace(namespace)
     created_s = create_all(kube, namespace, pod_bodies(kube, name, pods, apps))
+    watch = BoundWatch(plane, namespace, pods)
+    before = {label: cpu_seconds(pid) for label, pid in processes.items()}
     start = time.perf_counter()
     scheduler = KubeScheduler(plane, name, extenders, workdir, verbosity=1, qps=qps)
     try:
         ready_s = time.perf_counter() - start
-        wait_for(lambda: bound_count(kube, namespace) == pods, 1800, f"{pods} pods bound", interval=0.2)
+        watch.wait(1800)
         elapsed = time.perf_counter() - start
+        used = {label: cpu_seconds(pid) - before[label] for label, pid in processes.items()}
+        used["kube-scheduler"] = cpu_seconds(scheduler.process.proc.pid)
     finally:
         scheduler.stop()
+        watch.close()
     kube.delete_namespace_pods(namespace)
     return {
         "pods_per_second": round(pods / elapsed, 1),
         "seconds": round(elapsed, 2),
         "scheduler_start_seconds": round(ready_s, 2),
         "pod_create_seconds": round(created_s, 2),
+        "cpu_ms_per_pod": {label: round(1000 * seconds / pods, 2) for label, seconds in used.items()},
     }
 
 
@@ -134,6 +190,13 @@ def main() -> None:
     parser.add_argument("--apps", type=int, default=20)
     parser.add_argument("--replicas", type=int, default=2)
     parser.add_argument("--qps", type=int, default=2000, help="kube-scheduler's client QPS (burst twice that)")
+    parser.add_argument(
+        "--layout",
+        choices=("direct", "balancer"),
+        default="direct",
+        help="direct: filter+prioritize to the first replica, bind to the second; balancer: every verb through "
+        "a loopback TCP balancer in this process",
+    )
     args = parser.parse_args()
 
     redis = EmbeddedRedis().start()
@@ -152,7 +215,10 @@ def main() -> None:
                     )
                 )
             nodes_s = time.perf_counter() - started
-            plain = run_phase(plane, kube, workdir, "plain", [], args.pods, args.apps, args.qps)
+            processes = {p.name: p.proc.pid for p in plane.processes}
+            processes["redis"] = redis.pid
+            processes["this benchmark (watch)"] = os.getpid()
+            plain = run_phase(plane, kube, workdir, "plain", [], args.pods, args.apps, args.qps, processes)
 
             stack = Stack(plane, redis.url, workdir, replicas=args.replicas, scheduler_verbosity=1)
             try:
@@ -166,8 +232,18 @@ def main() -> None:
                     )
 
                 wait_for(synced, 120, "the replicas' snapshots have every node")
-                entries = extender_entries(stack.balancer.url)
-                extended = run_phase(plane, kube, workdir, stack.name, entries, args.pods, args.apps, args.qps)
+                if args.layout == "balancer":
+                    entries = extender_entries(stack.balancer.url)
+                else:
+                    entries = extender_entries(stack.replicas[0].url)
+                    entries[1]["urlPrefix"] = stack.replicas[-1].url
+                role = {0: "replica 1 (filter, prioritize)", len(stack.replicas) - 1: "replica 2 (bind)"}
+                for i, replica in enumerate(stack.replicas):
+                    label = role.get(i, f"replica {i + 1}") if args.layout == "direct" else f"replica {i + 1}"
+                    processes[label] = replica.proc.pid
+                extended = run_phase(
+                    plane, kube, workdir, stack.name, entries, args.pods, args.apps, args.qps, processes
+                )
                 calls = {verb: stack.requests(verb) for verb in ("filter", "prioritize", "bind")}
                 server_ms = {
                     verb: round(1000 * stack.server_seconds(verb) / count, 2) for verb, count in calls.items() if count
@@ -196,7 +272,11 @@ def main() -> None:
                 },
                 "layout": {
                     "extender_replicas": args.replicas,
-                    "balancer": "round-robin over the replicas (every verb)",
+                    "routing": (
+                        "every verb round-robin over the replicas through a loopback TCP balancer"
+                        if args.layout == "balancer"
+                        else "filter+prioritize to the first replica, bind to the last"
+                    ),
                     "entries": "filter+prioritize (nodeCacheCapable, weight 1), bind",
                     "scheduler_qps": args.qps,
                 },

@@ -24,16 +24,16 @@ priority's weight is accepted (classic files say 10000) but not used.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import add, lt, mul, truediv
 from typing import Any
 
-from extenders.equivalence import ClassMemo, fingerprint_key, fingerprints
+from extenders.equivalence import ClassMemo, ScoreEntry, fingerprint_key, fingerprints
 from extenders.labels import SelectorError
 from extenders.model import NodeInfo, PodInfo
-from extenders.plugins.framework import MAX_PRIORITY, SKIP, ConstantScore, Filter, ScoringContext, Verdict
+from extenders.plugins.framework import MAX_PRIORITY, SKIP, ConstantScore, Filter, Scorer, ScoringContext, Verdict
 from extenders.plugins.names import KUBE_SCHEDULER_FILTER, KUBE_SCHEDULER_SCORER
 from extenders.plugins.registry import FILTERS, SCORERS, VETO_SCORERS
 from extenders.policy import Policy
@@ -276,24 +276,19 @@ def with_pods(node: NodeInfo, pods: Iterable[PodInfo]) -> NodeInfo:
     return NodeInfo.build(node.name, node.node, [*node.pods.values(), *pods], node.generation)
 
 
-def without_own_reservation(snapshot: Snapshot, pod: PodInfo, node_names: Iterable[str]) -> Snapshot:
+def without_own_reservation(snapshot: Snapshot, pod: PodInfo, node_names: Collection[str]) -> Snapshot:
     """``snapshot`` as kube-scheduler sees it when it schedules ``pod`` again: without the pod's own
     reservation on one of the candidates. A reservation outlives a bind whose replica died, or whose
     Binding got no answer; counted against the pod itself, it would keep the pod off the very node
     it holds (on a full cluster: off every node) until it expires. Bound pods stay counted."""
     uid = pod.uid
-    if not uid:
+    name = snapshot.find_reservation(uid) if uid else None
+    if name is None or name not in node_names:
         return snapshot
-    for name in node_names:
-        info = snapshot.nodes.get(name)
-        own = info.pods.get(uid) if info is not None else None
-        if info is not None and own is not None and own.assumed:
-            nodes = dict(snapshot.nodes)
-            nodes[name] = NodeInfo.build(
-                name, info.node, [p for p in info.pods.values() if p.uid != uid], info.generation
-            )
-            return dataclasses.replace(snapshot, nodes=nodes, sealed=False, summary_seed=snapshot.seed())
-    return snapshot
+    info = snapshot.nodes[name]
+    nodes = dict(snapshot.nodes)
+    nodes[name] = NodeInfo.build(name, info.node, [p for p in info.pods.values() if p.uid != uid], info.generation)
+    return dataclasses.replace(snapshot, nodes=nodes, sealed=False, summary_seed=snapshot.seed())
 
 
 def _with_nominated(
@@ -476,9 +471,69 @@ def _context(policy: Policy, snapshot: Snapshot | None = None) -> ScoringContext
     )
 
 
+@dataclass(slots=True)
+class ScoreCounts:
+    """Raw scores of node-local scorers taken from the equivalence cache, and computed afresh."""
+
+    reused: int = 0
+    computed: int = 0
+
+
+def _cached_raw(
+    scorer: Scorer,
+    families: tuple[str, ...],
+    pod: PodInfo,
+    infos: list[NodeInfo],
+    state: Any,
+    ctx: ScoringContext,
+    entries: dict[str, ScoreEntry],
+    counts: ScoreCounts,
+) -> list[float]:
+    """``scorer``'s raw score on each of ``infos``: kept ones where the node's ``families`` are unchanged,
+    the rest computed in one ``score_all`` over just those nodes and kept."""
+    key = fingerprint_key(families)
+    out: list[float] = []
+    append = out.append
+    missing: list[int] = []
+    current_of: list[tuple[Any, ...]] = []
+    for info in infos:
+        current = info.derived.get(key)
+        if current is None:
+            current = fingerprints(info, families, key)
+        entry = entries.get(info.name)
+        if entry is not None and (entry[0] is current or entry[0] == current):
+            append(entry[1])
+        else:
+            missing.append(len(out))
+            current_of.append(current)
+            append(0.0)
+    if missing:
+        subset = [infos[i] for i in missing]
+        score_all = scorer.score_all
+        if score_all is not None:
+            fresh = score_all(pod, subset, state, ctx)
+        else:
+            score = scorer.score
+            fresh = [score(pod, info, state, ctx) for info in subset]
+        for i, current, value in zip(missing, current_of, fresh, strict=True):
+            out[i] = value
+            entries[infos[i].name] = (current, value)
+    counts.reused += len(infos) - len(missing)
+    counts.computed += len(missing)
+    return out
+
+
 def _score(
-    policy: Policy, pod: PodInfo, snapshot: Snapshot, infos: list[NodeInfo], detail: bool
+    policy: Policy,
+    pod: PodInfo,
+    snapshot: Snapshot,
+    infos: list[NodeInfo],
+    detail: bool,
+    memo: ClassMemo | None = None,
+    counts: ScoreCounts | None = None,
 ) -> tuple[dict[str, int], dict[str, dict[str, dict[str, float]]]]:
+    """``memo`` (the pod's class, admitted): raw scores of node-local scorers are reused from it and
+    kept in it; ``counts`` then says how many were."""
     names = [info.name for info in infos]
     unique = list(dict.fromkeys(names))
     details: dict[str, dict[str, dict[str, float]]] = {n: {} for n in unique} if detail else {}
@@ -507,7 +562,14 @@ def _score(
                     details[name][prio_name] = {"raw": raw_value, "score": value}
             continue
         score_all = scorer.score_all
-        if score_all is not None:
+        families = scorer.node_families
+        if memo is not None and families is not None:
+            entries = memo.scores.get(prio_name)
+            if entries is None:
+                entries = memo.scores[prio_name] = {}
+            values_of = _cached_raw(scorer, families, pod, infos, state, ctx, entries, counts or ScoreCounts())
+            raw = dict(zip(names, values_of, strict=True))
+        elif score_all is not None:
             raw = dict(zip(names, score_all(pod, infos, state, ctx), strict=True))
         else:
             score = scorer.score
@@ -554,13 +616,25 @@ def _score(
 
 
 def prioritize_nodes(
-    policy: Policy, pod: PodInfo, snapshot: Snapshot, node_names: Iterable[str]
+    policy: Policy,
+    pod: PodInfo,
+    snapshot: Snapshot,
+    node_names: Iterable[str],
+    memo: ClassMemo | None = None,
+    counts: ScoreCounts | None = None,
 ) -> list[tuple[str, int]]:
-    """(host, score 0..10) for every requested node, in request order; unknown nodes score 0."""
+    """(host, score 0..10) for every requested node, in request order; unknown nodes score 0.
+
+    With ``memo`` (the pod's class), raw scores of node-local scorers are reused once the class is
+    admitted; ``counts`` then says how many were reused and computed. (No node-local scorer leaves
+    the pod itself out, so unlike filter verdicts its raw scores hold wherever the pod is.)
+    """
     names = list(node_names)
     nodes = snapshot.nodes
     infos = [info for n in names if (info := nodes.get(n)) is not None and info.node is not None]
-    scores, _ = _score(policy, pod, snapshot, infos, detail=False)
+    if memo is not None and not memo.admitted:
+        memo = None
+    scores, _ = _score(policy, pod, snapshot, infos, detail=False, memo=memo, counts=counts)
     return [(n, scores.get(n, 0)) for n in names]
 
 

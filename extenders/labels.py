@@ -23,6 +23,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import orjson
+
 from extenders.model import PodInfo, Taint
 
 LabelMatcher = Callable[[Mapping[str, str]], bool]
@@ -359,6 +361,20 @@ def compile_affinity_term(term: Mapping[str, Any], owner_namespace: str) -> Affi
 
 
 _affinity_cache: dict[int, tuple[object, str, tuple[AffinityTerm, ...]]] = {}
+# Equal terms of one owner namespace compile to one object, so per-term aggregates (see
+# extenders.plugins.inter_pod_affinity.filtering) group the many pods of one workload by identity.
+_interned: dict[tuple[bytes, str], AffinityTerm] = {}
+
+
+def _interned_term(term: Mapping[str, Any], owner_namespace: str) -> AffinityTerm:
+    key = (orjson.dumps(term, option=orjson.OPT_SORT_KEYS), owner_namespace)
+    found = _interned.get(key)
+    if found is None:
+        found = compile_affinity_term(term, owner_namespace)
+        if len(_interned) >= _CACHE_LIMIT:
+            _interned.clear()
+        _interned[key] = found
+    return found
 
 
 def compile_affinity_terms(terms: Sequence[Mapping[str, Any]] | None, owner_namespace: str) -> tuple[AffinityTerm, ...]:
@@ -368,7 +384,7 @@ def compile_affinity_terms(terms: Sequence[Mapping[str, Any]] | None, owner_name
     entry = _affinity_cache.get(id(terms))
     if entry is not None and entry[0] is terms and entry[1] == owner_namespace:
         return entry[2]
-    compiled = tuple(compile_affinity_term(t, owner_namespace) for t in terms)
+    compiled = tuple(_interned_term(t, owner_namespace) for t in terms)
     if len(_affinity_cache) >= _CACHE_LIMIT:
         _affinity_cache.clear()
     _affinity_cache[id(terms)] = (terms, owner_namespace, compiled)

@@ -1,12 +1,14 @@
-"""The equivalence-class cache: verdicts of node-local filters, per class of identical pods.
+"""The equivalence-class cache: verdicts of node-local filters and raw scores of node-local
+scorers, per class of identical pods.
 
-Pods that agree on every field a predicate reads (``classes``) get the same verdict on a node
-whose relevant parts (``fingerprints``) did not change, so a replica computes each such verdict
-once (``cache``). Filters that read other nodes (inter-pod affinity, topology spread) are always
-evaluated over the current snapshot.
+Pods that agree on every field a predicate or priority reads (``classes``) get the same verdict
+and raw score on a node whose relevant parts (``fingerprints``) did not change, so a replica
+computes each once (``cache``). Plug-ins that read other nodes (inter-pod affinity, topology
+spread, image locality) are always evaluated over the current snapshot, and scores are always
+normalised over the current candidates.
 """
 
-from extenders.equivalence.cache import CacheConfig, ClassMemo, EquivalenceCache, FilterEntry
+from extenders.equivalence.cache import CacheConfig, ClassMemo, EquivalenceCache, FilterEntry, ScoreEntry
 from extenders.equivalence.classes import CLASS_FIELDS, IGNORED_FIELDS, equivalence_class
 from extenders.equivalence.fingerprints import fingerprint_key, fingerprints
 
@@ -17,6 +19,7 @@ __all__ = [
     "ClassMemo",
     "EquivalenceCache",
     "FilterEntry",
+    "ScoreEntry",
     "equivalence_class",
     "fingerprint_key",
     "fingerprints",

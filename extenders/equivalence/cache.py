@@ -1,4 +1,4 @@
-"""Per-replica memory of node-local verdicts, one ``ClassMemo`` per equivalence class.
+"""Per-replica memory of node-local verdicts and raw scores, one ``ClassMemo`` per equivalence class.
 
 Bounded: at most ``max_classes`` classes (least recently used go first) and none unused for
 ``ttl_seconds``. A class holds at most one entry per node name.
@@ -16,7 +16,7 @@ from extenders.equivalence.classes import equivalence_class
 from extenders.model import PodInfo
 from extenders.plugins.framework import Verdict
 
-VERBS = ("filter",)
+VERBS = ("filter", "prioritize")
 
 
 @dataclass(slots=True, frozen=True)
@@ -29,23 +29,33 @@ class CacheConfig:
 # (the node's fingerprints, how many of them the verdict rests on, the first failing local step or
 # -1, its verdict): see extenders.engine._filter_cached
 FilterEntry = tuple[tuple[Any, ...], int, int, Verdict | None]
+# (the node's fingerprints of the scorer's families, its raw score): see extenders.engine._cached_raw
+ScoreEntry = tuple[tuple[Any, ...], float]
 
 
 class ClassMemo:
-    """One class's node-local verdicts by node name.
+    """One class's node-local verdicts, and raw scores per scorer, by node name.
 
-    ``admitted`` turns true when the class is seen a second time: a class seen once (a pod unlike
-    any other) is not worth storing 400 verdicts for, so a stream of all-different pods pays
-    little more than the digest.
+    ``admitted`` turns true when the class is seen a second time by the same verb: a class seen
+    once (a pod unlike any other) is not worth storing 400 entries for, so a stream of
+    all-different pods pays little more than the digest.
     """
 
-    __slots__ = ("admitted", "filter", "key", "used")
+    __slots__ = ("admitted", "filter", "key", "scores", "seen", "used")
 
     def __init__(self, key: str, now: float) -> None:
         self.key = key
         self.used = now
         self.admitted = False
+        self.seen: dict[str, int] = {}
         self.filter: dict[str, FilterEntry] = {}
+        self.scores: dict[str, dict[str, ScoreEntry]] = {}  # scorer name -> node name -> entry
+
+    def visit(self, verb: str, now: float) -> None:
+        self.used = now
+        seen = self.seen.get(verb, 0) + 1
+        self.seen[verb] = seen
+        self.admitted = seen > 1
 
 
 @dataclass(slots=True)
@@ -78,13 +88,14 @@ class EquivalenceCache:
     def enabled(self) -> bool:
         return self.config.enabled
 
-    def memo(self, pod: PodInfo) -> ClassMemo | None:
-        """The memo of ``pod``'s class (made, not yet admitted, when new), or None when the cache is off."""
+    def memo(self, pod: PodInfo, verb: str = "filter", key: str | None = None) -> ClassMemo | None:
+        """The memo of ``pod``'s class (``key`` when the caller has the digest already), admitted for
+        ``verb`` once that verb has seen the class before; None when the cache is off."""
         if not self.config.enabled:
             return None
         now = self.clock()
         self._expire(now)
-        key = equivalence_class(pod)
+        key = key or equivalence_class(pod)
         memo = self._classes.get(key)
         if memo is None:
             memo = ClassMemo(key, now)
@@ -93,9 +104,8 @@ class EquivalenceCache:
                 self._classes.popitem(last=False)
                 self.evictions += 1
         else:
-            memo.used = now
-            memo.admitted = True
             self._classes.move_to_end(key)
+        memo.visit(verb, now)
         return memo
 
     def _expire(self, now: float) -> None:
@@ -127,7 +137,9 @@ class EquivalenceCache:
         return len(self._classes)
 
     def entries(self) -> int:
-        return sum(len(memo.filter) for memo in self._classes.values())
+        return sum(
+            len(memo.filter) + sum(len(scores) for scores in memo.scores.values()) for memo in self._classes.values()
+        )
 
     def document(self) -> dict[str, Any]:
         """``GET /v1/cache/stats``."""

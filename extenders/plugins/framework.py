@@ -121,6 +121,10 @@ class ScorePlugin(Protocol[S]):
 
     ``score_all(pod, nodes, state, ctx) -> list[float]``: ``score`` for each node, in order,
     in one loop (per-node calls dominate the cost of the cheap scorers).
+
+    ``node_families`` (a class attribute): when ``score`` reads only the prepared state (a
+    function of the pod alone) and these parts of the one node, its raw scores are kept per
+    equivalence class; absent when it reads other nodes.
     """
 
     def prepare(self, pod: PodInfo, snapshot: Snapshot, nodes: list[NodeInfo], ctx: ScoringContext) -> S: ...
@@ -165,6 +169,7 @@ class Scorer:
     normalize: Callable[[dict[str, float], Any], dict[str, float]]
     constant: ConstantFn | None
     score_all: ScoreAllFn | None
+    node_families: tuple[str, ...] | None = None  # None: reads other nodes, never cached
 
     @classmethod
     def of(cls, name: str, plugin: ScorePlugin[Any]) -> Scorer:
@@ -175,4 +180,5 @@ class Scorer:
             plugin.normalize,
             getattr(plugin, "constant", None),
             getattr(plugin, "score_all", None),
+            getattr(plugin, "node_families", None),
         )

@@ -49,6 +49,8 @@ def preferred_terms(pod: PodInfo) -> PreferredTerms:
 
 
 class NodeAffinityScorer:
+    node_families = (NodeFamily.NAME, NodeFamily.LABELS)
+
     def prepare(self, pod: PodInfo, snapshot: Snapshot, nodes: list[NodeInfo], ctx: ScoringContext) -> PreferredTerms:
         return preferred_terms(pod)
 

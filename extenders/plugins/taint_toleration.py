@@ -57,6 +57,8 @@ def _has_prefer_no_schedule(info: NodeInfo) -> bool:
 
 
 class TaintTolerationScorer:
+    node_families = (NodeFamily.TAINTS,)
+
     def prepare(
         self, pod: PodInfo, snapshot: Snapshot, nodes: list[NodeInfo], ctx: ScoringContext
     ) -> list[dict[str, Any]]:

@@ -19,7 +19,7 @@ from extenders.model import (
     PVCInfo,
     ServiceInfo,
 )
-from extenders.snapshot.summary import ClusterSummary, summarise
+from extenders.snapshot.summary import ClusterSummary, Contribution, summarise
 
 # Unbound pods by the node a preemption nominated them to (``status.nominatedNodeName``).
 NominatedPods = Mapping[str, tuple[PodInfo, ...]]
@@ -56,6 +56,13 @@ def patch_nominated(
     if out is None:
         return index
     return {name: tuple(pods) for name, pods in out.items() if pods}
+
+
+_RESERVATIONS = "snapshot.reservations"  # ClusterSummary.tally key
+
+
+def _reservations(info: NodeInfo) -> Contribution:
+    return tuple((None, uid, uid) for uid, pod in info.pods.items() if pod.assumed)
 
 
 @dataclass(slots=True)
@@ -120,9 +127,26 @@ class Snapshot:
         return self.nodes.get(name)
 
     def find_pod(self, uid: str) -> PodInfo | None:
-        """A bound pod by uid, searching every node (for callers without the node name)."""
+        """A placed pod (bound or reserved) by uid, for callers without the node name.
+
+        A pending pod can only be placed as a reservation, which the summary indexes; any other
+        pod is searched for on every node.
+        """
+        if uid in self.pending:
+            placed = self.find_reservation(uid)
+            return None if placed is None else self.nodes[placed].pods.get(uid)
         for info in self.nodes.values():
             pod = info.pods.get(uid)
             if pod is not None:
                 return pod
+        return None
+
+    def find_reservation(self, uid: str) -> str | None:
+        """The node holding a reservation (an assumed pod) of ``uid``, from the summary's index."""
+        tally = self.summary().tally(_RESERVATIONS, _reservations)
+        if uid not in tally.owners:
+            return None
+        for name, part in tally.parts.items():
+            if any(owner == uid for _group, _key, owner in part):
+                return name
         return None

@@ -30,6 +30,9 @@ from extenders.model import LabelKey, NodeFacts, NodeInfo
 T = TypeVar("T")
 NodeTest = Callable[[NodeInfo], bool]
 NodeValue = Callable[[NodeInfo], Any]
+# One node's part of a tally: (group, key, owner) items, each counting one under its group and key.
+Contribution = tuple[tuple[Hashable, Hashable, str], ...]
+NodeContribution = Callable[[NodeInfo], Contribution]
 _VERSION = attrgetter("version")
 _FACTS = attrgetter("node")
 _IMAGES = attrgetter("images")
@@ -56,6 +59,7 @@ class ClusterSummary:
         "_images",
         "_labels",
         "_sets",
+        "_tallies",
         "facts",
         "infos",
         "total",
@@ -72,6 +76,7 @@ class ClusterSummary:
         self._image_sizes: dict[str, tuple[str, int]] = {}  # image -> (first holder by name, its size)
         self._sets: dict[Hashable, tuple[NodeTest, frozenset[str]]] = {}  # see names_where
         self._columns: dict[Hashable, tuple[NodeValue, dict[str, Any]]] = {}  # see column
+        self._tallies: dict[Hashable, Tally] = {}  # see tally
         # See derived: key -> ((source, value), ...), the most recently built first.
         self._derived: dict[Hashable, tuple[tuple[object, Any], ...]] = {}
 
@@ -135,6 +140,23 @@ class ClusterSummary:
                 self._columns.clear()
             self._columns[key] = entry
         found: dict[str, T] = entry[1]
+        return found
+
+    def tally(self, key: Hashable, contribute: NodeContribution) -> Tally:
+        """Counts summed over every node's ``contribute(node)`` (see ``Tally``), cached under ``key``.
+
+        Derived summaries subtract a changed node's old part and add its new one, so a count over
+        the whole cluster costs the changed nodes only. ``contribute`` must be a pure function of a
+        NodeInfo, always the same for one ``key``.
+        """
+        found = self._tallies.get(key)
+        if found is None:
+            found = Tally(contribute)
+            for info in self.infos:
+                found.add(info.name, contribute(info))
+            if len(self._tallies) >= _MAX_KEYS:
+                self._tallies.clear()
+            self._tallies[key] = found
         return found
 
     def derived(self, key: Hashable, source: object, build: Callable[[], T]) -> T:
@@ -207,6 +229,7 @@ class ClusterSummary:
             key: (extract, _patch_column(values, pairs, extract))
             for key, (extract, values) in list(self._columns.items())
         }
+        fresh._tallies = {key: tally.patched(pairs) for key, tally in list(self._tallies.items())}
         images = dict(list(self._images.items()))
         for image in images:
             for _new, old_facts, new_facts in pairs:
@@ -216,6 +239,71 @@ class ClusterSummary:
         fresh._images = images
         fresh._image_sizes = _patch_sizes(dict(list(self._image_sizes.items())), pairs)
         return fresh
+
+
+class Tally:
+    """Counts per group and key over the nodes' contributions, and how many items each owner gave.
+
+    A contribution is a tuple of ``(group, key, owner)`` items, each counting one under
+    ``counts[group][key]``. ``counts`` (and each group's dict) and ``owners`` are read-only to
+    callers: snapshots the tally was handed down to unchanged share them.
+    """
+
+    __slots__ = ("contribute", "counts", "owners", "parts")
+
+    def __init__(self, contribute: NodeContribution) -> None:
+        self.contribute = contribute
+        self.counts: dict[Hashable, dict[Hashable, int]] = {}
+        self.owners: dict[str, int] = {}
+        self.parts: dict[str, Contribution] = {}  # node name -> its (non-empty) contribution
+
+    def add(self, name: str, part: Contribution, sign: int = 1, fresh: set[Hashable] | None = None) -> None:
+        """Count ``part`` in (sign 1) or out (-1); ``fresh``: groups whose dicts this tally owns, others
+        are copied before their first change."""
+        if not part:
+            return
+        counts, owners = self.counts, self.owners
+        for group, key, owner in part:
+            keys = counts.get(group)
+            if keys is None:
+                keys = counts[group] = {}
+                if fresh is not None:
+                    fresh.add(group)
+            elif fresh is not None and group not in fresh:
+                keys = counts[group] = dict(keys)
+                fresh.add(group)
+            left = keys.get(key, 0) + sign
+            if left:
+                keys[key] = left
+            else:
+                del keys[key]
+                if not keys:
+                    del counts[group]
+            held = owners.get(owner, 0) + sign
+            if held:
+                owners[owner] = held
+            else:
+                del owners[owner]
+        if sign > 0:
+            self.parts[name] = part
+        else:
+            self.parts.pop(name, None)
+
+    def patched(self, pairs: Iterable[tuple[NodeInfo, NodeFacts | None, NodeFacts | None]]) -> Tally:
+        """This tally with the changed nodes' parts replaced (itself when none differs)."""
+        out: Tally | None = None
+        fresh: set[Hashable] = set()
+        for new, _old_facts, _new_facts in pairs:
+            part = self.contribute(new)
+            old = self.parts.get(new.name, ())
+            if part == old:
+                continue
+            if out is None:
+                out = Tally(self.contribute)
+                out.counts, out.owners, out.parts = dict(self.counts), dict(self.owners), dict(self.parts)
+            out.add(new.name, old, -1, fresh)
+            out.add(new.name, part, 1, fresh)
+        return self if out is None else out
 
 
 def _same_objects(a: Sequence[object], b: Sequence[object]) -> bool:

@@ -183,3 +183,20 @@ def test_pods_of_one_class_reuse_verdicts_and_the_stats_say_so(http: httpx.Clien
     assert delta["hits"] >= 1 and delta["nodes_reused"] >= len(names)
     metrics = http.get("/metrics").text
     assert 'extender_equivalence_cache_requests_total{result="hit",verb="filter"}' in metrics
+
+
+def test_pods_of_one_class_reuse_raw_scores_and_the_stats_say_so(http: httpx.Client) -> None:
+    nodes = [node("eqp-0"), node("eqp-1", cpu="8"), node("eqp-2", cpu="16")]
+    names = ["eqp-0", "eqp-1", "eqp-2"]
+    assert http.post("/filter", json={"Pod": pod("eqp-seed", cpu="1"), "Nodes": {"items": nodes}}).status_code == 200
+    before = http.get("/v1/cache/stats").json()["verbs"]["prioritize"]
+    answers = [
+        http.post("/prioritize", json={"Pod": pod(f"eqp-{i}", cpu="1"), "NodeNames": names}).json() for i in range(3)
+    ]
+    assert answers[0] == answers[1] == answers[2]
+    assert [a["Score"] for a in answers[0]] != [answers[0][0]["Score"]] * 3  # the sizes tell the nodes apart
+    after = http.get("/v1/cache/stats").json()["verbs"]["prioritize"]
+    delta = {k: after[k] - before[k] for k in after}
+    # the first call admits the class, the second stores, the third reuses every node's raw scores
+    assert delta["hits"] >= 1 and delta["nodes_reused"] >= len(names), delta
+    assert 'extender_equivalence_cache_requests_total{result="hit",verb="prioritize"}' in http.get("/metrics").text

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from extenders.labels import AffinityTerm, compile_affinity_terms, required_pod_affinity_terms
 from extenders.model import NodeInfo, PodInfo
@@ -27,7 +27,7 @@ from extenders.plugins.framework import FIT, SKIP, Verdict
 from extenders.plugins.inter_pod_affinity.terms import by_namespace, may_select, namespace_labels, resolve_terms
 from extenders.snapshot import Snapshot
 from extenders.snapshot.pod_query import PodQuery, term_query
-from extenders.snapshot.summary import ClusterSummary, infos_named
+from extenders.snapshot.summary import ClusterSummary, Contribution, infos_named
 
 AFFINITY_NOT_MATCH = "node(s) didn't match pod affinity rules"
 ANTI_AFFINITY_NOT_MATCH = "node(s) didn't match pod anti-affinity rules"
@@ -131,6 +131,43 @@ def _add_existing(state: AffinityState, pod: PodInfo, node: NodeInfo, sign: int)
                 _bump(state.existing_anti_counts, (term.topology_key, value), sign)
 
 
+def _existing_contribution(namespace: str) -> Callable[[NodeInfo], Contribution]:
+    """One node's existing anti-affinity terms that can select a pod of ``namespace``, as (term,
+    (topologyKey, value), uid of the pod holding it) items: summed over the cluster by the summary's
+    tally, per term (equal terms are one object, see ``compile_affinity_terms``)."""
+
+    def contribution(node: NodeInfo) -> Contribution:
+        facts = node.node
+        if facts is None or not node.pods_with_required_anti_affinity:
+            return ()
+        by_namespace = existing_anti_terms(node)
+        labels = facts.labels
+        out: list[tuple[AffinityTerm, Pair, str]] = []
+        for bucket in (by_namespace.get(namespace), by_namespace.get(None)):
+            for term, owner_uid in bucket or ():
+                value = labels.get(term.topology_key)
+                if value is not None:
+                    out.append((term, (term.topology_key, value), owner_uid))
+        return tuple(out)
+
+    return contribution
+
+
+def _selecting(
+    by_term: Mapping[Any, Mapping[Any, int]], pod: PodInfo, ns_labels: Mapping[str, str] | None
+) -> dict[Pair, int]:
+    """The counts of the terms that select ``pod``, summed (a group's own dict, read-only, when one does)."""
+    namespace, labels = pod.namespace, pod.labels
+    selecting = [counts for term, counts in by_term.items() if term.matches(namespace, labels, ns_labels)]
+    if len(selecting) == 1:
+        return cast(dict[Pair, int], selecting[0])
+    total: dict[Pair, int] = {}
+    for counts in selecting:
+        for pair, count in counts.items():
+            total[pair] = total.get(pair, 0) + count
+    return total
+
+
 def _add_own(state: AffinityState, pod: PodInfo, node: NodeInfo, sign: int) -> None:
     """Pods on ``node`` that the incoming pod's own affinity / anti-affinity terms select."""
     facts = node.node
@@ -188,13 +225,16 @@ class InterPodAffinityFilter:
             namespace_labels=namespace_labels(snapshot.namespaces, pod.namespace),
         )
         own_terms = bool(affinity or anti)
-        # Existing anti-affinity: only nodes with such pods, and of those only the ones with a
-        # term that can select the incoming pod's namespace.
         namespace = pod.namespace
-        for node in infos_named(
-            snapshot.nodes, summary.names_where(("anti-terms-for", namespace), _anti_test(namespace))
-        ):
-            _add_existing(state, pod, node, 1)
+        tally = summary.tally(("interpod.existing-anti", namespace), _existing_contribution(namespace))
+        if pod.uid in tally.owners:
+            # The pod's own terms are in the tally (it is placed already): count without them.
+            for node in infos_named(
+                snapshot.nodes, summary.names_where(("anti-terms-for", namespace), _anti_test(namespace))
+            ):
+                _add_existing(state, pod, node, 1)
+        else:
+            state.existing_anti_counts = _selecting(tally.counts, pod, state.namespace_labels)
         if own_terms:
             # Our own terms: with every term indexed, only nodes holding one of their probe labels.
             probes = [q.probe_keys for q in (*state.affinity_queries[:1], *state.anti_affinity_queries)]

@@ -15,7 +15,7 @@ from operator import mul, sub, truediv
 from typing import Any
 
 from extenders.model import NodeInfo, PodInfo
-from extenders.plugins.framework import MAX_PRIORITY, ConstantScore, ScoringContext
+from extenders.plugins.framework import MAX_PRIORITY, ConstantScore, NodeFamily, ScoringContext
 from extenders.plugins.helper.normalize import clamp
 from extenders.plugins.node_resources.terms import (
     NONZERO_CPU,
@@ -42,6 +42,8 @@ def balance_score(fractions: list[float]) -> float:
 
 
 class BalancedAllocationScorer:
+    node_families = (NodeFamily.RESOURCES,)
+
     def prepare(
         self, pod: PodInfo, snapshot: Snapshot, nodes: list[NodeInfo], ctx: ScoringContext
     ) -> tuple[ResourceTerm, ...] | None:

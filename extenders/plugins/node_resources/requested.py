@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from extenders.model import NodeInfo, PodInfo
-from extenders.plugins.framework import ScoringContext
+from extenders.plugins.framework import NodeFamily, ScoringContext
 from extenders.plugins.helper.normalize import clamp
 from extenders.plugins.node_resources.terms import (
     ResourceTerm,
@@ -32,6 +32,8 @@ ShareScores = Callable[[list[NodeInfo], tuple[ResourceTerm, ...], Rows], list[fl
 
 
 class RequestedScorer:
+    node_families = (NodeFamily.RESOURCES,)
+
     def __init__(self, share: Share, share_scores: ShareScores) -> None:
         self._share = share
         self._share_scores = share_scores

@@ -22,8 +22,11 @@ gone already (see extenders.preemption), so removing one must not move a count i
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
+
+import orjson
 
 from extenders.labels import (
     DO_NOT_SCHEDULE_EFFECTS,
@@ -38,6 +41,7 @@ from extenders.plugins.framework import FIT, SKIP, Verdict
 from extenders.plugins.pod_topology_spread.selectors import constraint_selector, counts_nothing
 from extenders.snapshot import Snapshot
 from extenders.snapshot.pod_query import PodQuery, namespace_query
+from extenders.snapshot.summary import Contribution
 
 CONSTRAINTS_NOT_MATCH = "node(s) didn't match pod topology spread constraints"
 MISSING_LABEL = CONSTRAINTS_NOT_MATCH + " (missing required label)"
@@ -133,6 +137,46 @@ def _add_node(state: SpreadState, pod: PodInfo, node: NodeInfo, sign: int, updat
         counts[value] = counts.get(value, 0) + sign * matching
 
 
+def _tally_key(pod: PodInfo) -> tuple[Any, ...]:
+    """Everything of the pod the counts depend on: namespace, constraints (with the pod's labels for
+    matchLabelKeys), and what decides a node's eligibility (node selector, affinity, tolerations)."""
+    spec = {
+        "constraints": pod.topology_spread,
+        "labels": pod.labels,
+        "nodeSelector": pod.node_selector,
+        "nodeAffinity": pod.affinity.get("nodeAffinity"),
+        "tolerations": pod.tolerations,
+    }
+    return ("spread.counts", pod.namespace, orjson.dumps(spec, option=orjson.OPT_SORT_KEYS))
+
+
+def _contribution(state: SpreadState) -> Callable[[NodeInfo], Contribution]:
+    """One node's part of PreFilter's counts: per constraint its domain, registered once per eligible node
+    (group ``("domains", index)``), and one item per matching pod, owned by that pod (group ``index``)."""
+
+    def contribution(node: NodeInfo) -> Contribution:
+        facts = node.node
+        if facts is None:
+            return ()
+        labels = facts.labels
+        constraints = state.constraints
+        for constraint in constraints:
+            if constraint.topology_key not in labels:
+                return ()
+        out: list[tuple[Any, str, str]] = []
+        for index, constraint in enumerate(constraints):
+            if not _eligible(state, constraint, node):
+                continue
+            value = labels[constraint.topology_key]
+            out.append((("domains", index), value, ""))
+            for other in constraint.query.pods(node):
+                if other.deletion_timestamp is None:
+                    out.append((index, value, other.uid))
+        return tuple(out)
+
+    return contribution
+
+
 def _same_domains(old: NodeInfo, new: NodeInfo) -> bool:
     """Whether ``new`` is ``old`` with other pods only: the same labels and taints, hence the same
     domains and eligibility, so only its pods are added or removed."""
@@ -162,8 +206,15 @@ class TopologySpreadFilter:
             counts=[{} for _ in constraints],
             minimums=[],
         )
-        for node in snapshot.nodes.values():
-            _add_node(state, pod, node, 1)
+        tally = snapshot.summary().tally(_tally_key(pod), _contribution(state))
+        if pod.uid in tally.owners:  # the pod itself is placed: count without it
+            for node in snapshot.nodes.values():
+                _add_node(state, pod, node, 1)
+        else:
+            for index, counts in enumerate(state.counts):
+                matching = tally.counts.get(index, {})
+                for value in tally.counts.get(("domains", index), ()):
+                    counts[cast(str, value)] = matching.get(value, 0)
         return _finish(state)
 
     def adjust(self, state: Any, pod: PodInfo, old: NodeInfo | None, new: NodeInfo) -> Any:

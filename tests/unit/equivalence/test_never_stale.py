@@ -1,4 +1,4 @@
-"""Cached filter answers equal uncached ones after every change a cluster can see.
+"""Cached filter and prioritize answers equal uncached ones after every change a cluster can see.
 
 A seeded stream of node adds, updates (labels, taints, conditions, capacity, cordon) and
 deletes, pod placements, removals and relabels, and filter calls for pods of a dozen shapes
@@ -170,7 +170,7 @@ def test_cached_verdicts_equal_fresh_ones_after_every_change(seed: int) -> None:
     policy = default_policy()
     cache = EquivalenceCache(CacheConfig(max_classes=8))
     rng = random.Random(seed + 100)
-    reused = compared = 0
+    reused = compared = scores_reused = 0
     for step in range(400):
         what = world.step()
         snap = world.snapshot()
@@ -184,11 +184,16 @@ def test_cached_verdicts_equal_fresh_ones_after_every_change(seed: int) -> None:
                 if placed:
                     pod = dataclasses.replace(placed[0], node_name="")
             fresh = engine.filter_nodes(policy, pod, snap, names)
-            cached = engine.filter_nodes(policy, pod, snap, names, cache.memo(pod))
+            cached = engine.filter_nodes(policy, pod, snap, names, cache.memo(pod, "filter"))
             assert _answers(cached) == _answers(fresh), f"seed {seed} step {step} after {what}: {pod}"
             reused += cached.reused
             compared += len(names)
+            counts = engine.ScoreCounts()
+            scored = engine.prioritize_nodes(policy, pod, snap, fresh.passing, cache.memo(pod, "prioritize"), counts)
+            assert scored == engine.prioritize_nodes(policy, pod, snap, fresh.passing), f"seed {seed} step {step}"
+            scores_reused += counts.reused
     assert reused > compared // 4, "the cache should have answered a good share of the nodes"
+    assert scores_reused > 1000, "the cache should have answered raw scores too"
 
 
 def test_policy_order_with_a_cross_node_filter_first_reports_the_same_first_failure() -> None:

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import random
+from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 from extenders import engine
 from extenders.model import NodeFacts, NodeInfo, PodInfo, label_key
+from extenders.plugins.framework import SKIP
+from extenders.plugins.inter_pod_affinity.filtering import InterPodAffinityFilter
 from extenders.policy import default_policy
 from extenders.snapshot import Snapshot
 from extenders.snapshot import summary as cluster_summary
@@ -14,6 +18,7 @@ from extenders.snapshot.summary import ClusterSummary
 from tests.gen_cluster import make_node, make_pod, make_snapshot
 
 IMAGES = ("img-a", "img-b", "img-c")
+HOSTNAME = "kubernetes.io/hostname"
 ANTI: dict[str, Any] = {
     "podAntiAffinity": {
         "requiredDuringSchedulingIgnoredDuringExecution": [
@@ -34,7 +39,11 @@ def _pod(rng: random.Random, uid: str) -> PodInfo:
 
 
 def _facts(rng: random.Random, name: str) -> NodeFacts:
-    return NodeFacts(name=name, images={i: rng.randrange(1, 4) for i in IMAGES if rng.random() < 0.5})
+    return NodeFacts(
+        name=name,
+        images={i: rng.randrange(1, 4) for i in IMAGES if rng.random() < 0.5},
+        labels={HOSTNAME: rng.choice((name, f"{name}-renamed"))},
+    )
 
 
 def _node(rng: random.Random, name: str, serial: list[int]) -> NodeInfo:
@@ -84,15 +93,14 @@ def _observed(summary: ClusterSummary) -> dict[str, Any]:
     }
 
 
-def test_summary_matches_a_walk_through_random_changes() -> None:
-    rng = random.Random(3)
+def _random_walk(seed: int, steps: int) -> Iterator[Snapshot]:
+    """Snapshots through every kind of change: in place, derived from the last one, nodes added and removed."""
+    rng = random.Random(seed)
     serial = [0]
     nodes = {f"n{i}": _node(rng, f"n{i}", serial) for i in range(30)}
     snapshot = Snapshot(nodes=nodes)
-    derived = 0
-    for step in range(300):
-        summary = snapshot.summary()
-        assert _observed(summary) == _expected(snapshot), step
+    for step in range(steps):
+        yield snapshot
         roll = rng.random()
         name = rng.choice(sorted(snapshot.nodes))
         info = snapshot.nodes[name]
@@ -105,7 +113,6 @@ def test_summary_matches_a_walk_through_random_changes() -> None:
             fresh = dict(snapshot.nodes)
             fresh[name] = NodeInfo.build(name, _facts(rng, name), list(info.pods.values()))
             snapshot = Snapshot(nodes=fresh, summary_seed=snapshot.seed())
-            derived += 1
         elif roll < 0.8:  # node facts replaced in place
             info.node = _facts(rng, name)
         elif roll < 0.9:  # a node added or removed
@@ -115,7 +122,45 @@ def test_summary_matches_a_walk_through_random_changes() -> None:
             else:
                 fresh[f"extra{step}"] = _node(rng, f"extra{step}", serial)
             snapshot = Snapshot(nodes=fresh, summary_seed=snapshot.seed())
+
+
+def test_summary_matches_a_walk_through_random_changes() -> None:
+    derived, previous = 0, None
+    for step, snapshot in enumerate(_random_walk(3, 300)):
+        summary = snapshot.summary()
+        assert _observed(summary) == _expected(snapshot), step
+        derived += previous is not None and snapshot is not previous
+        previous = snapshot
     assert derived > 30
+
+
+def _existing_anti(snapshot: Snapshot, incoming: PodInfo) -> dict[tuple[str, str], int]:
+    """Existing pods' required anti-affinity terms (ANTI: app=a, same namespace) selecting ``incoming``, by a walk."""
+    counts: Counter[tuple[str, str]] = Counter()
+    for info in snapshot.nodes.values():
+        if info.node is None or incoming.labels.get("app") != "a":
+            continue
+        for pod in info.pods.values():
+            if pod.affinity and pod.namespace == incoming.namespace and pod.uid != incoming.uid:
+                counts[(HOSTNAME, info.node.labels[HOSTNAME])] += 1
+    return dict(counts)
+
+
+def test_existing_anti_affinity_counts_follow_every_change() -> None:
+    """The InterPodAffinity filter's tally of existing anti-affinity terms equals a walk after every change,
+    for incoming pods of every namespace and label, and for one whose own terms are on a node."""
+    checked = 0
+    for step, snapshot in enumerate(_random_walk(5, 300)):
+        placed = next((p for i in snapshot.nodes.values() for p in i.pods.values() if p.affinity), None)
+        incoming = [
+            PodInfo(namespace=ns, name="in", uid="in", labels={"app": app}) for ns in ("ns1", "ns2") for app in "ab"
+        ]
+        for pod in [*incoming, *([placed] if placed is not None else [])]:
+            state = InterPodAffinityFilter().prepare(pod, snapshot)
+            counts = {} if state is SKIP else state.existing_anti_counts
+            assert counts == _existing_anti(snapshot, pod), (step, pod.namespace, pod.labels)
+            checked += bool(counts)
+    assert checked > 300
 
 
 def test_unchanged_table_reuses_the_summary_and_a_change_does_not() -> None:
