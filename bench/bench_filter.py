@@ -127,6 +127,7 @@ def _churn(snapshot: Snapshot, name: str, iteration: int, affinity: bool, rng: r
         generation=snapshot.generation + 1,
         sealed=True,
         summary_seed=snapshot.seed(),
+        node_changes=snapshot.changes_since_seed([name]),
         services=snapshot.services,
     )
 

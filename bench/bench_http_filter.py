@@ -308,12 +308,14 @@ async def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
         replica = ServerProcess(env, "bench-http")
         replica.wait_ready(timeout=180.0)  # a 100k-pod snapshot takes a while to load
         ready_seconds = time.perf_counter() - started
+        rss_ready_mb = resident_mb(replica.proc.pid)
         with httpx.Client(base_url=replica.url, timeout=30.0) as client:
             plain = run_scenario(client, names, incoming_pod(False), args, seed=2)
             generation, rewritten = await add_affinity(store, lease.epoch, pods)
             wait_generation(client, generation)
             affinity = run_scenario(client, names, incoming_pod(True), args, seed=3)
             affinity["existing_pods_with_anti_affinity"] = rewritten
+            rss_mb = resident_mb(replica.proc.pid)
     except BaseException:
         if replica is not None:
             print(f"replica exit code: {replica.proc.poll()}; log tail:\n{replica.log()}", file=sys.stderr)
@@ -342,6 +344,7 @@ async def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
         "equivalence_cache": args.equivalence_cache,
         "load_cluster_into_redis_seconds": round(load_seconds, 3),
         "replica_start_to_ready_seconds": round(ready_seconds, 3),
+        "replica_rss_mb": {"when_ready": rss_ready_mb, "after_both_scenarios": rss_mb},
         "plain": plain,
         "inter_pod_affinity": affinity,
         "target": {
@@ -356,6 +359,14 @@ async def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
         "cpus": os.cpu_count(),
         "python": sys.version.split()[0],
     }
+
+
+def resident_mb(pid: int) -> float:
+    """The process's resident set size (VmRSS), in MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
 
 
 def main() -> int:

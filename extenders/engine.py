@@ -129,7 +129,7 @@ class PreparedPod:
             base = parent.snapshot
             # Every table shared; only the node table differs, so derived data is not reused.
             self._snapshot = dataclasses.replace(
-                base, nodes={**base.nodes, node.name: node}, sealed=False, summary_seed=base.seed()
+                base, nodes={**base.nodes, node.name: node}, sealed=False, summary_seed=base.seed(), node_changes=None
             )
         return self._snapshot
 
@@ -288,7 +288,7 @@ def without_own_reservation(snapshot: Snapshot, pod: PodInfo, node_names: Collec
     info = snapshot.nodes[name]
     nodes = dict(snapshot.nodes)
     nodes[name] = NodeInfo.build(name, info.node, [p for p in info.pods.values() if p.uid != uid], info.generation)
-    return dataclasses.replace(snapshot, nodes=nodes, sealed=False, summary_seed=snapshot.seed())
+    return dataclasses.replace(snapshot, nodes=nodes, sealed=False, summary_seed=snapshot.seed(), node_changes=None)
 
 
 def _with_nominated(

@@ -6,6 +6,7 @@ Plain data: ``extenders.convert`` builds it from Kubernetes objects and
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,9 +28,10 @@ def label_key(namespace: str, key: str, value: str) -> LabelKey:
     """The ``NodeInfo.pods_by_label`` key of one pod label.
 
     A string rather than a tuple: strings cache their hash, so probing thousands of nodes
-    with one key hashes it once. NUL cannot occur in namespaces or labels.
+    with one key hashes it once; interned, as thousands of pods share each. NUL cannot occur in
+    namespaces or labels.
     """
-    return f"{namespace}\x00{key}\x00{value}"
+    return sys.intern(f"{namespace}\x00{key}\x00{value}")
 
 
 @dataclass(slots=True, frozen=True)

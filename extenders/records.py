@@ -8,6 +8,7 @@ dataclass fill in the rest. Lua scripts treat these records as opaque bytes.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
@@ -59,7 +60,9 @@ def _default_of(field: dataclasses.Field[Any]) -> Any:
 class RecordCodec(Generic[T]):
     """Encodes a dataclass to a record and back by its column table."""
 
-    def __init__(self, cls: type[T], columns: Iterable[Column]) -> None:
+    def __init__(self, cls: type[T], columns: Iterable[Column], share_empty: bool = False) -> None:
+        """``share_empty``: absent dict and list attributes of decoded objects all get one empty instance
+        per attribute instead of a new one each (decoded objects are read-only)."""
         self.cls = cls
         self.columns = tuple(columns)
         fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
@@ -69,6 +72,12 @@ class RecordCodec(Generic[T]):
         self._by_key = {c.key: c for c in self.columns}
         # (attr, key, encode, default); a required attribute's default is _MISSING: always written.
         self._plan = tuple((c.attr, c.key, c.encode, _default_of(fields[c.attr])) for c in self.columns)
+        self._empties: dict[str, Any] = {}
+        if share_empty:
+            for c in self.columns:
+                factory = fields[c.attr].default_factory
+                if factory is dict or factory is list:
+                    self._empties[c.attr] = factory()
 
     def encode(self, obj: T) -> dict[str, Any]:
         record: dict[str, Any] = {}
@@ -87,6 +96,8 @@ class RecordCodec(Generic[T]):
             column = by_key.get(key)
             if column is not None:
                 values[column.attr] = column.decode(value) if column.decode is not None else value
+        for attr, empty in self._empties.items():
+            values.setdefault(attr, empty)
         return self.cls(**values)
 
     def dumps(self, obj: T) -> bytes:
@@ -94,6 +105,19 @@ class RecordCodec(Generic[T]):
 
     def loads(self, raw: bytes | str, **extra: Any) -> T:
         return self.decode(orjson.loads(raw), **extra)
+
+
+# Pod records repeat the same few namespaces, node names, label pairs and images across 100k pods:
+# one string object each instead of one per record.
+_intern = sys.intern
+
+
+def _interned_map(values: Mapping[str, str]) -> dict[str, str]:
+    return {_intern(k): _intern(v) for k, v in values.items()}
+
+
+def _interned_list(values: Iterable[str]) -> list[str]:
+    return [_intern(v) for v in values]
 
 
 def _ports_out(ports: list[HostPort]) -> list[list[Any]]:
@@ -119,9 +143,10 @@ def _owner_in(row: list[Any] | None) -> Owner | None:
     """The owner ``_owner_out`` wrote, in either of its two forms."""
     if not row:
         return None
+    kind, name, uid = _intern(row[0]), _intern(row[1]), _intern(row[2])
     if len(row) < 5:  # the short form: no apiVersion, not the controller
-        return Owner(row[0], row[1], row[2])
-    return Owner(row[0], row[1], row[2], row[3], bool(row[4]))
+        return Owner(kind, name, uid)
+    return Owner(kind, name, uid, _intern(row[3]), bool(row[4]))
 
 
 def _taints_out(taints: list[Taint]) -> list[list[str]]:
@@ -140,35 +165,36 @@ def _names_out(names: frozenset[str]) -> list[str]:
 POD = RecordCodec(
     PodInfo,
     [
-        Column("ns", "namespace"),
+        Column("ns", "namespace", None, _intern),
         Column("n", "name"),
         Column("u", "uid"),
-        Column("l", "labels"),
-        Column("a", "annotations"),
-        Column("node", "node_name"),
-        Column("ph", "phase"),
+        Column("l", "labels", None, _interned_map),
+        Column("a", "annotations", None, _interned_map),
+        Column("node", "node_name", None, _intern),
+        Column("ph", "phase", None, _intern),
         Column("pr", "priority"),
-        Column("pp", "preemption_policy"),
-        Column("sn", "scheduler_name"),
+        Column("pp", "preemption_policy", None, _intern),
+        Column("sn", "scheduler_name", None, _intern),
         Column("r", "requests"),
         Column("nzc", "nonzero_cpu"),
         Column("nzm", "nonzero_memory"),
         Column("snz", "score_nonzero", list, tuple),
         Column("be", "best_effort"),
         Column("hp", "host_ports", _ports_out, _ports_in),
-        Column("ns_sel", "node_selector"),
+        Column("ns_sel", "node_selector", None, _interned_map),
         Column("aff", "affinity"),
         Column("tol", "tolerations"),
         Column("tsc", "topology_spread"),
         Column("vol", "volumes"),
-        Column("img", "images"),
+        Column("img", "images", None, _interned_list),
         Column("del", "deletion_timestamp"),
-        Column("ct", "creation_timestamp"),
-        Column("st", "start_time"),
+        Column("ct", "creation_timestamp", None, _intern),
+        Column("st", "start_time", None, _intern),
         Column("own", "owner", _owner_out, _owner_in),
         Column("as", "assumed"),
-        Column("nom", "nominated_node_name"),
+        Column("nom", "nominated_node_name", None, _intern),
     ],
+    share_empty=True,
 )
 
 # The resourceVersion is stored beside the hash (P:noderv), so a heartbeat does not rewrite the record.

@@ -91,6 +91,9 @@ class Snapshot:
     stateful_sets: dict[str, ControllerInfo] = field(default_factory=dict)
     # The nominated-pod index of ``pending``, when known (the replica cache patches it forward).
     nominated_seed: NominatedPods | None = field(default=None, repr=False, compare=False)
+    # Names of the nodes that differ from the table ``summary_seed`` summarises (None: not known), so a
+    # sealed snapshot derives its summary looking at those nodes only.
+    node_changes: frozenset[str] | None = field(default=None, repr=False, compare=False)
 
     def summary(self) -> ClusterSummary:
         """The node table's summary (see extenders.snapshot.summary), the one way to reach it.
@@ -101,7 +104,11 @@ class Snapshot:
         current = self._summary
         if current is not None and self.sealed:
             return current
-        current = summarise(self.nodes.values(), current or self.summary_seed)
+        derived: ClusterSummary | None = None
+        seed, changes = self.summary_seed, self.node_changes
+        if current is None and self.sealed and seed is not None and changes is not None:
+            derived = seed.with_changes(self.nodes, changes)
+        current = derived or summarise(self.nodes.values(), current or seed)
         self._summary = current
         self.summary_seed = None
         return current
@@ -122,6 +129,15 @@ class Snapshot:
     def seed(self) -> ClusterSummary | None:
         """What the next snapshot derives its summary from: this one's, or the one it would derive from."""
         return self._summary or self.summary_seed
+
+    def changes_since_seed(self, changed: Iterable[str]) -> frozenset[str] | None:
+        """``node_changes`` for the next snapshot, whose table differs from this one's in ``changed``:
+        relative to ``seed()`` (None when this snapshot does not know its own)."""
+        if self._summary is not None:
+            return frozenset(changed)
+        if self.node_changes is None:
+            return None
+        return self.node_changes.union(changed)
 
     def node(self, name: str) -> NodeInfo | None:
         return self.nodes.get(name)

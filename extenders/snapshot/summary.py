@@ -58,6 +58,7 @@ class ClusterSummary:
         "_image_sizes",
         "_images",
         "_labels",
+        "_positions",
         "_sets",
         "_tallies",
         "facts",
@@ -66,11 +67,15 @@ class ClusterSummary:
         "versions",
     )
 
-    def __init__(self, infos: list[NodeInfo], versions: list[int], facts: list[NodeFacts | None]) -> None:
+    def __init__(
+        self, infos: list[NodeInfo], versions: list[int], facts: list[NodeFacts | None], total: int | None = None
+    ) -> None:
         self.infos = infos
         self.versions = versions
         self.facts = facts
-        self.total = sum(map(is_not, facts, repeat(None)))  # nodes with a node object
+        # nodes with a node object
+        self.total = sum(map(is_not, facts, repeat(None))) if total is None else total
+        self._positions: dict[str, int] | None = None  # node name -> index in ``infos``, when asked
         self._labels: dict[LabelKey, frozenset[str]] = {}
         self._images: dict[str, int] = {}
         self._image_sizes: dict[str, tuple[str, int]] = {}  # image -> (first holder by name, its size)
@@ -79,6 +84,34 @@ class ClusterSummary:
         self._tallies: dict[Hashable, Tally] = {}  # see tally
         # See derived: key -> ((source, value), ...), the most recently built first.
         self._derived: dict[Hashable, tuple[tuple[object, Any], ...]] = {}
+
+    def positions(self) -> dict[str, int]:
+        """Node name -> its index in ``infos`` (shared by summaries derived through ``with_changes``)."""
+        if self._positions is None:
+            self._positions = {info.name: i for i, info in enumerate(self.infos)}
+        return self._positions
+
+    def with_changes(self, nodes: Mapping[str, NodeInfo], changed: Iterable[str]) -> ClusterSummary | None:
+        """The summary of ``nodes``, which differ from this summary's table in the nodes named in ``changed``
+        only (every other one the very object, unchanged, that this summary holds): only those are
+        looked at. None when a named node was added or removed (then ``summarise`` compares the tables)."""
+        if len(nodes) != len(self.infos):
+            return None
+        positions = self.positions()
+        infos, versions, facts = list(self.infos), list(self.versions), list(self.facts)
+        total = self.total
+        indexes: list[int] = []
+        for name in changed:
+            i = positions.get(name)
+            info = nodes.get(name)
+            if i is None or info is None:
+                return None
+            total += (info.node is not None) - (facts[i] is not None)
+            infos[i], versions[i], facts[i] = info, info.version, info.node
+            indexes.append(i)
+        derived = self.derive(infos, versions, facts, indexes, total)
+        derived._positions = positions
+        return derived
 
     def same_table(self, infos: list[NodeInfo], versions: list[int], facts: list[NodeFacts | None]) -> bool:
         # Identity only: ``==`` on lists of dataclasses would compare them field by field.
@@ -208,17 +241,28 @@ class ClusterSummary:
         return found[1]
 
     # ------------------------------------------------------------ derivation
-    def derive(self, infos: list[NodeInfo], versions: list[int], facts: list[NodeFacts | None]) -> ClusterSummary:
-        """The summary of a table that may differ from this one in a few nodes."""
-        fresh = ClusterSummary(infos, versions, facts)
+    def derive(
+        self,
+        infos: list[NodeInfo],
+        versions: list[int],
+        facts: list[NodeFacts | None],
+        indexes: Iterable[int] | None = None,
+        total: int | None = None,
+    ) -> ClusterSummary:
+        """The summary of a table that may differ from this one in a few nodes: those at ``indexes`` when
+        the caller knows them (``with_changes``), else found by comparing the tables."""
+        fresh = ClusterSummary(infos, versions, facts, total)
         fresh._derived = dict(list(self._derived.items()))  # each checked against its source on use
         old_infos = self.infos
         if len(infos) != len(old_infos):
             return fresh
-        positions = range(len(infos))
-        changed = set(compress(positions, map(is_not, infos, old_infos)))
-        changed.update(compress(positions, map(ne, versions, self.versions)))
-        changed.update(compress(positions, map(is_not, facts, self.facts)))
+        if indexes is not None:
+            changed = set(indexes)
+        else:
+            positions = range(len(infos))
+            changed = set(compress(positions, map(is_not, infos, old_infos)))
+            changed.update(compress(positions, map(ne, versions, self.versions)))
+            changed.update(compress(positions, map(is_not, facts, self.facts)))
         if len(changed) > _PATCH_LIMIT or any(infos[i].name != old_infos[i].name for i in changed):
             return fresh
         pairs = [(infos[i], self.facts[i], facts[i]) for i in changed]

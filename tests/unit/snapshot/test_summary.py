@@ -134,6 +134,55 @@ def test_summary_matches_a_walk_through_random_changes() -> None:
     assert derived > 30
 
 
+def test_sealed_snapshots_derive_their_summary_from_the_changed_nodes_alone(monkeypatch: Any) -> None:
+    """As the replica cache builds them: each sealed snapshot names the nodes it replaced, some
+    snapshots are never asked for a summary (their changes carry over), a node added or removed
+    falls back to comparing the tables. Every summary equals a walk, and the tables are not compared
+    when the changes are known."""
+    rng = random.Random(11)
+    serial = [0]
+    snapshot = Snapshot(nodes={f"n{i}": _node(rng, f"n{i}", serial) for i in range(30)}, sealed=True)
+    compared = []
+    original = ClusterSummary.derive
+
+    def derive(self: ClusterSummary, *args: Any, **kwargs: Any) -> ClusterSummary:
+        compared.append(len(args) < 4 and kwargs.get("indexes") is None)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(ClusterSummary, "derive", derive)
+    asked = 0
+    for step in range(300):
+        fresh = dict(snapshot.nodes)
+        names = rng.sample(sorted(fresh), rng.randrange(1, 4))
+        for name in names:
+            info = fresh[name]
+            pods = list(info.pods.values())
+            if rng.random() < 0.5 and pods:
+                pods.pop(rng.randrange(len(pods)))
+            else:
+                serial[0] += 1
+                pods.append(_pod(rng, f"p{serial[0]}"))
+            fresh[name] = NodeInfo.build(name, _facts(rng, name) if rng.random() < 0.3 else info.node, pods)
+        if rng.random() < 0.05:  # a node added: the tables are compared
+            names.append(f"extra{step}")
+            fresh[f"extra{step}"] = _node(rng, f"extra{step}", serial)
+        snapshot = Snapshot(
+            nodes=fresh, sealed=True, summary_seed=snapshot.seed(), node_changes=snapshot.changes_since_seed(names)
+        )
+        if rng.random() < 0.6:
+            asked += 1
+            assert _observed(snapshot.summary()) == _expected(snapshot), step
+            state = InterPodAffinityFilter().prepare(
+                PodInfo(namespace="ns1", name="in", uid="in", labels={"app": "a"}), snapshot
+            )
+            counts = {} if state is SKIP else state.existing_anti_counts
+            assert counts == _existing_anti(
+                snapshot, PodInfo(namespace="ns1", name="in", uid="in", labels={"app": "a"})
+            )
+    assert asked > 150
+    assert compared.count(False) > 100 and compared.count(True) >= 1  # mostly from the changes alone
+
+
 def _existing_anti(snapshot: Snapshot, incoming: PodInfo) -> dict[tuple[str, str], int]:
     """Existing pods' required anti-affinity terms (ANTI: app=a, same namespace) selecting ``incoming``, by a walk."""
     counts: Counter[tuple[str, str]] = Counter()
