@@ -479,9 +479,20 @@ class ScoreCounts:
     computed: int = 0
 
 
+def _fingerprints_of(infos: list[NodeInfo], families: tuple[str, ...]) -> list[tuple[Any, ...]]:
+    """Each node's fingerprints of ``families`` (memoised on the nodes)."""
+    key = fingerprint_key(families)
+    out: list[tuple[Any, ...]] = []
+    append = out.append
+    for info in infos:
+        current = info.derived.get(key)
+        append(current if current is not None else fingerprints(info, families, key))
+    return out
+
+
 def _cached_raw(
     scorer: Scorer,
-    families: tuple[str, ...],
+    currents: list[tuple[Any, ...]],
     pod: PodInfo,
     infos: list[NodeInfo],
     state: Any,
@@ -489,18 +500,14 @@ def _cached_raw(
     entries: dict[str, ScoreEntry],
     counts: ScoreCounts,
 ) -> list[float]:
-    """``scorer``'s raw score on each of ``infos``: kept ones where the node's ``families`` are unchanged,
-    the rest computed in one ``score_all`` over just those nodes and kept."""
-    key = fingerprint_key(families)
+    """``scorer``'s raw score on each of ``infos``: kept ones where the node's fingerprints (``currents``,
+    of the scorer's families) are unchanged, the rest computed in one ``score_all`` over just those
+    nodes and kept."""
     out: list[float] = []
     append = out.append
     missing: list[int] = []
     current_of: list[tuple[Any, ...]] = []
-    for info in infos:
-        current = info.derived.get(key)
-        if current is None:
-            current = fingerprints(info, families, key)
-        entry = entries.get(info.name)
+    for current, entry in zip(currents, map(entries.get, [info.name for info in infos]), strict=True):
         if entry is not None and (entry[0] is current or entry[0] == current):
             append(entry[1])
         else:
@@ -544,6 +551,7 @@ def _score(
     vetoed: set[str] | None = None  # None: the policy has no veto priority
     # (weight, each unique name's normalised score or None, the score when constant)
     contributions: list[tuple[int, list[float] | None, float]] = []
+    fingerprints_by_families: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}  # shared by the cached scorers
     for prio_name, weight in weights:
         scorer = SCORERS[prio_name]
         state = scorer.prepare(pod, snapshot, infos, ctx)
@@ -563,19 +571,27 @@ def _score(
             continue
         score_all = scorer.score_all
         families = scorer.node_families
+        raw_values: list[float]
         if memo is not None and families is not None:
             entries = memo.scores.get(prio_name)
             if entries is None:
                 entries = memo.scores[prio_name] = {}
-            values_of = _cached_raw(scorer, families, pod, infos, state, ctx, entries, counts or ScoreCounts())
-            raw = dict(zip(names, values_of, strict=True))
+            currents = fingerprints_by_families.get(families)
+            if currents is None:
+                currents = fingerprints_by_families[families] = _fingerprints_of(infos, families)
+            raw_values = _cached_raw(scorer, currents, pod, infos, state, ctx, entries, counts or ScoreCounts())
         elif score_all is not None:
-            raw = dict(zip(names, score_all(pod, infos, state, ctx), strict=True))
+            raw_values = score_all(pod, infos, state, ctx)
         else:
             score = scorer.score
-            raw = {info.name: score(pod, info, state, ctx) for info in infos}
-        normalized = scorer.normalize(raw, state)
-        values = list(map(normalized.get, unique, repeat(0.0)))
+            raw_values = [score(pod, info, state, ctx) for info in infos]
+        normalize_values = scorer.normalize_values
+        if normalize_values is not None and not detail and len(unique) == len(names):
+            values = normalize_values(raw_values, state)  # one name each: the lists line up with ``unique``
+        else:
+            raw = dict(zip(names, raw_values, strict=True))
+            normalized = scorer.normalize(raw, state)
+            values = list(map(normalized.get, unique, repeat(0.0)))
         if prio_name in VETO_SCORERS:
             vetoed = vetoed if vetoed is not None else set()
             vetoed.update(compress(unique, map(lt, values, repeat(MAX_PRIORITY))))

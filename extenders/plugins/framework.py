@@ -122,6 +122,9 @@ class ScorePlugin(Protocol[S]):
     ``score_all(pod, nodes, state, ctx) -> list[float]``: ``score`` for each node, in order,
     in one loop (per-node calls dominate the cost of the cheap scorers).
 
+    ``normalize_values(values, state) -> list[float]``: ``normalize`` over a list of raw scores (one
+    per distinct node), for the scorers whose normalisation needs no names.
+
     ``node_families`` (a class attribute): when ``score`` reads only the prepared state (a
     function of the pod alone) and these parts of the one node, its raw scores are kept per
     equivalence class; absent when it reads other nodes.
@@ -139,6 +142,7 @@ class ScorePlugin(Protocol[S]):
 AdjustFn = Callable[[Any, PodInfo, NodeInfo | None, NodeInfo], Any]
 ConstantFn = Callable[[PodInfo, Snapshot, list[NodeInfo], Any, ScoringContext], ConstantScore | None]
 ScoreAllFn = Callable[[PodInfo, list[NodeInfo], Any, ScoringContext], list[float]]
+NormalizeValuesFn = Callable[[list[float], Any], list[float]]
 
 
 @dataclass(slots=True, frozen=True)
@@ -170,6 +174,7 @@ class Scorer:
     constant: ConstantFn | None
     score_all: ScoreAllFn | None
     node_families: tuple[str, ...] | None = None  # None: reads other nodes, never cached
+    normalize_values: NormalizeValuesFn | None = None
 
     @classmethod
     def of(cls, name: str, plugin: ScorePlugin[Any]) -> Scorer:
@@ -181,4 +186,5 @@ class Scorer:
             getattr(plugin, "constant", None),
             getattr(plugin, "score_all", None),
             getattr(plugin, "node_families", None),
+            getattr(plugin, "normalize_values", None),
         )

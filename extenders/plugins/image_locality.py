@@ -14,7 +14,7 @@ from typing import Any
 
 from extenders.model import NodeInfo, PodInfo
 from extenders.plugins.framework import MAX_PRIORITY, ConstantScore, ScoringContext, summary_of
-from extenders.plugins.helper.normalize import clamp
+from extenders.plugins.helper.normalize import clamp, clamp_values
 from extenders.snapshot import Snapshot
 
 MIB = 1024 * 1024
@@ -118,3 +118,6 @@ class ImageLocalityScorer:
 
     def normalize(self, raw: dict[str, float], state: Any) -> dict[str, float]:
         return clamp(raw)
+
+    def normalize_values(self, values: list[float], state: Any) -> list[float]:
+        return clamp_values(values)

@@ -13,7 +13,7 @@ from typing import Any
 
 from extenders.model import PREFER_AVOID_PODS_ANNOTATION, NodeInfo, PodInfo
 from extenders.plugins.framework import MAX_PRIORITY, ConstantScore, ScoringContext, summary_of
-from extenders.plugins.helper.normalize import clamp
+from extenders.plugins.helper.normalize import clamp, clamp_values
 from extenders.snapshot import Snapshot
 
 _AVOIDABLE_KINDS = frozenset({"ReplicationController", "ReplicaSet"})
@@ -71,3 +71,6 @@ class NodePreferAvoidPodsScorer:
 
     def normalize(self, raw: dict[str, float], state: Any) -> dict[str, float]:
         return clamp(raw)
+
+    def normalize_values(self, values: list[float], state: Any) -> list[float]:
+        return clamp_values(values)

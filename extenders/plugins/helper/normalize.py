@@ -18,6 +18,14 @@ def clamp(raw: Mapping[str, float]) -> dict[str, float]:
     return {name: min(max(score, 0.0), float(MAX_PRIORITY)) for name, score in raw.items()}
 
 
+def clamp_values(values: list[float]) -> list[float]:
+    """``clamp`` over a list: the list itself when every score is in range already."""
+    if not values or (min(values) >= 0.0 and max(values) <= MAX_PRIORITY):
+        return values
+    top = float(MAX_PRIORITY)
+    return [min(max(score, 0.0), top) for score in values]
+
+
 def by_max(raw: Mapping[str, float], reverse: bool = False) -> dict[str, float]:
     """Scale so the largest raw score gets MAX (DefaultNormalizeScore); ``reverse`` flips it.
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from extenders.model import NodeInfo, PodInfo
 from extenders.plugins.framework import MAX_PRIORITY, ConstantScore, NodeFamily, ScoringContext
-from extenders.plugins.helper.normalize import clamp
+from extenders.plugins.helper.normalize import clamp, clamp_values
 from extenders.plugins.node_resources.terms import (
     NONZERO_CPU,
     PLAIN,
@@ -117,3 +117,6 @@ class BalancedAllocationScorer:
 
     def normalize(self, raw: dict[str, float], state: Any) -> dict[str, float]:
         return clamp(raw)
+
+    def normalize_values(self, values: list[float], state: Any) -> list[float]:
+        return clamp_values(values)

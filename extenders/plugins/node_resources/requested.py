@@ -13,7 +13,7 @@ from typing import Any
 
 from extenders.model import NodeInfo, PodInfo
 from extenders.plugins.framework import NodeFamily, ScoringContext
-from extenders.plugins.helper.normalize import clamp
+from extenders.plugins.helper.normalize import clamp, clamp_values
 from extenders.plugins.node_resources.terms import (
     ResourceTerm,
     free_share,
@@ -53,6 +53,9 @@ class RequestedScorer:
 
     def normalize(self, raw: dict[str, float], state: Any) -> dict[str, float]:
         return clamp(raw)
+
+    def normalize_values(self, values: list[float], state: Any) -> list[float]:
+        return clamp_values(values)
 
 
 def least_requested() -> RequestedScorer:
