@@ -97,6 +97,7 @@ def create_app(settings: Settings | None = None, *, redis_embedded: bool = False
         CacheConfig(
             enabled=settings.equivalence_cache,
             max_classes=settings.equivalence_cache_classes,
+            max_entries=settings.equivalence_cache_entries,
             ttl_seconds=settings.equivalence_cache_ttl_seconds,
         )
     )

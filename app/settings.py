@@ -82,9 +82,13 @@ class Settings(BaseSettings):
     gang_sweep_interval_seconds: float = Field(default=1.0, gt=0, description="upkeep of gang leases and windows")
     gang_labels: str | None = Field(default=None, description="name-key=min-key pairs, comma separated")
     equivalence_cache: bool = Field(
-        default=True, description="reuse node-local filter verdicts across pods of one equivalence class"
+        default=True,
+        description="reuse node-local filter verdicts and raw scores across pods of one equivalence class",
     )
     equivalence_cache_classes: int = Field(default=256, ge=1, description="classes the cache holds, at most")
+    equivalence_cache_entries: int = Field(
+        default=1_000_000, ge=1, description="entries (node verdicts and raw scores) the cache holds, at most"
+    )
     equivalence_cache_ttl_seconds: float = Field(
         default=300.0, gt=0, description="a class unused this long is dropped from the cache"
     )

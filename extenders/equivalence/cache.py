@@ -1,7 +1,8 @@
 """Per-replica memory of node-local verdicts and raw scores, one ``ClassMemo`` per equivalence class.
 
-Bounded: at most ``max_classes`` classes (least recently used go first) and none unused for
-``ttl_seconds``. A class holds at most one entry per node name.
+Bounded: at most ``max_classes`` classes and ``max_entries`` entries in all (the least recently used
+classes go first), and none unused for ``ttl_seconds``. A class holds at most one entry per node name
+for the filter and for each cached scorer.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ class CacheConfig:
     enabled: bool = True
     max_classes: int = 256
     ttl_seconds: float = 300.0
+    max_entries: int = 1_000_000  # about 100 bytes each
 
 
 # (the node's fingerprints, how many of them the verdict rests on, the first failing local step or
@@ -50,6 +52,9 @@ class ClassMemo:
         self.seen: dict[str, int] = {}
         self.filter: dict[str, FilterEntry] = {}
         self.scores: dict[str, dict[str, ScoreEntry]] = {}  # scorer name -> node name -> entry
+
+    def entries(self) -> int:
+        return len(self.filter) + sum(len(scores) for scores in self.scores.values())
 
     def visit(self, verb: str, now: float) -> None:
         self.used = now
@@ -83,6 +88,9 @@ class EquivalenceCache:
     evictions: int = 0
     verbs: dict[str, VerbStats] = field(default_factory=lambda: {verb: VerbStats() for verb in VERBS})
     _classes: OrderedDict[str, ClassMemo] = field(default_factory=OrderedDict)
+    # Entries held, at most: the exact count walks every class, so it runs only when this bound
+    # could exceed ``max_entries``.
+    _stored_bound: int = 0
 
     @property
     def enabled(self) -> bool:
@@ -119,6 +127,11 @@ class EquivalenceCache:
             self.evictions += 1
 
     def count(self, verb: str, reused: int, computed: int) -> None:
+        """Record one request's reuse; ``computed`` entries may have been stored, so the entry cap is
+        checked when they could take the cache over it."""
+        self._stored_bound += computed
+        if self._stored_bound > self.config.max_entries:
+            self._shrink()
         stats = self.verbs[verb]
         stats.nodes_reused += reused
         stats.nodes_computed += computed
@@ -129,17 +142,27 @@ class EquivalenceCache:
         else:
             stats.misses += 1
 
+    def _shrink(self) -> None:
+        """Drop the least recently used classes until the entries fit ``max_entries`` (the class in
+        use, the most recent, stays even alone over the cap: it is what the next call reads)."""
+        total = self.entries()
+        classes = self._classes
+        while total > self.config.max_entries and len(classes) > 1:
+            _key, oldest = classes.popitem(last=False)
+            total -= oldest.entries()
+            self.evictions += 1
+        self._stored_bound = total
+
     def clear(self) -> None:
         self._classes.clear()
+        self._stored_bound = 0
 
     @property
     def classes(self) -> int:
         return len(self._classes)
 
     def entries(self) -> int:
-        return sum(
-            len(memo.filter) + sum(len(scores) for scores in memo.scores.values()) for memo in self._classes.values()
-        )
+        return sum(memo.entries() for memo in self._classes.values())
 
     def document(self) -> dict[str, Any]:
         """``GET /v1/cache/stats``."""
@@ -148,6 +171,7 @@ class EquivalenceCache:
             "classes": self.classes,
             "entries": self.entries(),
             "max_classes": self.config.max_classes,
+            "max_entries": self.config.max_entries,
             "ttl_seconds": self.config.ttl_seconds,
             "evictions": self.evictions,
             "verbs": {verb: stats.document() for verb, stats in self.verbs.items()},

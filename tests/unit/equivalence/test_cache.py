@@ -58,3 +58,25 @@ def test_off_means_no_memo_and_stats_count_requests_by_reuse() -> None:
     doc = cache.document()
     assert doc["enabled"] is True
     assert doc["verbs"]["filter"] == {"hits": 1, "partial": 1, "misses": 1, "nodes_reused": 8, "nodes_computed": 7}
+
+
+def test_the_entry_cap_drops_the_least_recently_used_classes() -> None:
+    cache = EquivalenceCache(CacheConfig(max_entries=25))
+    memos = {}
+    for name in ("a", "b", "c"):
+        memo = cache.memo(pod(name))
+        assert memo is not None
+        memo.filter.update({f"n{i}": ((), 0, -1, None) for i in range(10)})
+        cache.count("filter", reused=0, computed=10)
+        memos[name] = memo
+    # 30 entries after the third class: the oldest (a) goes, b and c (20) fit
+    assert cache.classes == 2 and cache.entries() == 20 and cache.evictions == 1
+    assert cache.memo(pod("a")) is not memos["a"]
+    assert cache.memo(pod("c")) is memos["c"]
+    alone = cache.memo(pod("d"))
+    assert alone is not None
+    alone.scores["LeastRequested"] = {f"n{i}": ((), 1.0) for i in range(40)}
+    cache.count("prioritize", reused=0, computed=40)
+    # over the cap by itself: every other class goes, the one in use stays
+    assert cache.classes == 1 and cache.memo(pod("d")) is alone
+    assert cache.document()["max_entries"] == 25
