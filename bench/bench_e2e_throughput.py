@@ -10,7 +10,10 @@ repeated lists: listing 3000 pods several times a second would take the CPU bein
 plain phase's scheduler has no extender; the extender phase's scheduler calls filter and
 prioritize on one replica and bind on another (``--layout direct``, as a Service with a
 kernel-level balancer would spread kube-scheduler's connections), or every verb through a
-loopback TCP balancer running in this process (``--layout balancer``).
+loopback TCP balancer running in this process (``--layout balancer``). A third phase (skip it with
+``--no-null-extender``) registers for filter and prioritize an extender that decides nothing
+(``devstack.null_extender``: every candidate passes, every score is 0; kube-scheduler binds): what
+the extender calls cost kube-scheduler by themselves on this machine.
 
 Prints one JSON object. Usage:
 python -m bench.bench_e2e_throughput [--nodes 1000] [--pods 3000] [--apps 20] [--replicas 2] [--layout direct]
@@ -22,6 +25,7 @@ import argparse
 import json
 import os
 import secrets
+import subprocess
 import sys
 import tempfile
 import threading
@@ -33,7 +37,7 @@ from typing import Any
 
 import httpx
 
-from app.embedded_redis import EmbeddedRedis
+from app.embedded_redis import EmbeddedRedis, die_with_parent, free_port, stop_process
 from devstack.controlplane import ControlPlane, KubeScheduler, extender_entries, running_control_plane
 from devstack.kube import Kube, resources, wait_for
 from devstack.stack import Stack
@@ -133,6 +137,37 @@ class BoundWatch:
         self._client.close()
 
 
+class NullExtender:
+    """``devstack.null_extender`` served by uvicorn (uvloop, httptools) in a process of its own."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "uvicorn", "devstack.null_extender:app", "--host", "127.0.0.1"),
+                *("--port", str(self.port), "--loop", "uvloop", "--http", "httptools"),
+                *("--log-level", "warning", "--no-access-log"),
+            ],
+            cwd=Path(__file__).resolve().parents[1],
+            preexec_fn=die_with_parent,
+        )
+        wait_for(self._up, 30, "the null extender answers")
+
+    def _up(self) -> bool:
+        try:
+            return httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def entries(self) -> list[dict[str, Any]]:
+        fast = {"urlPrefix": self.url, "filterVerb": "filter", "prioritizeVerb": "prioritize", "weight": 1}
+        return [{**fast, "nodeCacheCapable": True, "httpTimeout": "5s"}]
+
+    def stop(self) -> None:
+        stop_process(self.proc)
+
+
 def cpu_seconds(pid: int) -> float:
     """User + system CPU a process has used so far (0 once it is gone)."""
     try:
@@ -197,6 +232,12 @@ def main() -> None:
         help="direct: filter+prioritize to the first replica, bind to the second; balancer: every verb through "
         "a loopback TCP balancer in this process",
     )
+    parser.add_argument(
+        "--null-extender",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also time a phase with an extender that decides nothing (filter and prioritize only)",
+    )
     args = parser.parse_args()
 
     redis = EmbeddedRedis().start()
@@ -219,6 +260,23 @@ def main() -> None:
             processes["redis"] = redis.pid
             processes["this benchmark (watch)"] = os.getpid()
             plain = run_phase(plane, kube, workdir, "plain", [], args.pods, args.apps, args.qps, processes)
+            null: dict[str, Any] | None = None
+            if args.null_extender:
+                nothing = NullExtender()
+                try:
+                    null = run_phase(
+                        plane,
+                        kube,
+                        workdir,
+                        "null",
+                        nothing.entries(),
+                        args.pods,
+                        args.apps,
+                        args.qps,
+                        {**processes, "null extender": nothing.proc.pid},
+                    )
+                finally:
+                    nothing.stop()
 
             stack = Stack(plane, redis.url, workdir, replicas=args.replicas, scheduler_verbosity=1)
             try:
@@ -282,6 +340,7 @@ def main() -> None:
                 },
                 "node_create_seconds": round(nodes_s, 2),
                 "without_extender": plain,
+                "with_null_extender": null,
                 "with_extender": extended,
                 "extender_calls": calls,
                 # Mean server-side time per call, beside kube-scheduler's whole cycle per pod (1000 / pods/s).
@@ -289,6 +348,8 @@ def main() -> None:
                 "cycle_ms_with_extender": round(1000 / extended["pods_per_second"], 2),
                 "cycle_ms_without_extender": round(1000 / plain["pods_per_second"], 2),
                 "ratio": round(extended["pods_per_second"] / plain["pods_per_second"], 3),
+                # What the extender protocol alone leaves of kube-scheduler's throughput here.
+                "null_extender_ratio": round(null["pods_per_second"] / plain["pods_per_second"], 3) if null else None,
                 "python": sys.version.split()[0],
             },
             indent=2,
