@@ -39,6 +39,9 @@ _IMAGES = attrgetter("images")
 _MAX_KEYS = 1024  # cached label keys / images per summary before starting over
 _DERIVED_SOURCES = 2  # sources kept per key of ``ClusterSummary.derived``
 _PATCH_LIMIT = 256  # more changed nodes than this: summarise from scratch (lazily) instead
+# Tallies kept per summary; each is patched on every derivation, so the least recently used goes first
+# beyond this (it is rebuilt by a walk if asked for again).
+_MAX_TALLIES = 64
 
 
 def _has_anti(info: NodeInfo) -> bool:
@@ -81,7 +84,8 @@ class ClusterSummary:
         self._image_sizes: dict[str, tuple[str, int]] = {}  # image -> (first holder by name, its size)
         self._sets: dict[Hashable, tuple[NodeTest, frozenset[str]]] = {}  # see names_where
         self._columns: dict[Hashable, tuple[NodeValue, dict[str, Any]]] = {}  # see column
-        self._tallies: dict[Hashable, Tally] = {}  # see tally
+        # See tally: each with the names of the nodes changed since it was last brought up to date.
+        self._tallies: dict[Hashable, tuple[Tally, frozenset[str]]] = {}
         # See derived: key -> ((source, value), ...), the most recently built first.
         self._derived: dict[Hashable, tuple[tuple[object, Any], ...]] = {}
 
@@ -178,18 +182,25 @@ class ClusterSummary:
     def tally(self, key: Hashable, contribute: NodeContribution) -> Tally:
         """Counts summed over every node's ``contribute(node)`` (see ``Tally``), cached under ``key``.
 
-        Derived summaries subtract a changed node's old part and add its new one, so a count over
-        the whole cluster costs the changed nodes only. ``contribute`` must be a pure function of a
-        NodeInfo, always the same for one ``key``.
+        Derived summaries hand a tally down with the names of the nodes that changed, and the first
+        use subtracts those nodes' old parts and adds their new ones: a count over the whole cluster
+        costs the changed nodes only, and only for the tallies still in use. ``contribute`` must be
+        a pure function of a NodeInfo, always the same for one ``key``.
         """
-        found = self._tallies.get(key)
-        if found is None:
+        tallies = self._tallies
+        entry = tallies.pop(key, None)
+        if entry is not None:
+            found, stale = entry
+            if stale:
+                positions = self.positions()
+                found = found.patched(self.infos[positions[name]] for name in stale)
+        else:
             found = Tally(contribute)
             for info in self.infos:
                 found.add(info.name, contribute(info))
-            if len(self._tallies) >= _MAX_KEYS:
-                self._tallies.clear()
-            self._tallies[key] = found
+            while len(tallies) >= _MAX_TALLIES:
+                del tallies[next(iter(tallies))]
+        tallies[key] = (found, frozenset())  # the most recently used last: the oldest goes first
         return found
 
     def derived(self, key: Hashable, source: object, build: Callable[[], T]) -> T:
@@ -273,7 +284,12 @@ class ClusterSummary:
             key: (extract, _patch_column(values, pairs, extract))
             for key, (extract, values) in list(self._columns.items())
         }
-        fresh._tallies = {key: tally.patched(pairs) for key, tally in list(self._tallies.items())}
+        names = frozenset(infos[i].name for i in changed)
+        fresh._tallies = {
+            key: (tally, stale | names)
+            for key, (tally, stale) in list(self._tallies.items())
+            if len(stale) + len(names) <= _PATCH_LIMIT
+        }
         images = dict(list(self._images.items()))
         for image in images:
             for _new, old_facts, new_facts in pairs:
@@ -333,11 +349,11 @@ class Tally:
         else:
             self.parts.pop(name, None)
 
-    def patched(self, pairs: Iterable[tuple[NodeInfo, NodeFacts | None, NodeFacts | None]]) -> Tally:
-        """This tally with the changed nodes' parts replaced (itself when none differs)."""
+    def patched(self, changed: Iterable[NodeInfo]) -> Tally:
+        """This tally with the parts of the ``changed`` nodes replaced (itself when none differs)."""
         out: Tally | None = None
         fresh: set[Hashable] = set()
-        for new, _old_facts, _new_facts in pairs:
+        for new in changed:
             part = self.contribute(new)
             old = self.parts.get(new.name, ())
             if part == old:

@@ -61,6 +61,7 @@ class Constraint:
     self_match: int
     query: PodQuery  # PreFilter's count: the pod's namespace and ``selector`` (none when it is ``{}``)
     update_query: PodQuery  # AddPod/RemovePod's test: the namespace and ``selector``, ``{}`` included
+    selector_json: bytes  # the selector as counted (matchLabelKeys applied), canonical: part of the tally key
 
 
 def compile_constraints(pod: PodInfo) -> tuple[Constraint, ...]:
@@ -86,6 +87,7 @@ def compile_constraints(pod: PodInfo) -> tuple[Constraint, ...]:
                 self_match=1 if selector(pod.labels) else 0,
                 query=query,
                 update_query=update_query,
+                selector_json=orjson.dumps(raw_selector, option=orjson.OPT_SORT_KEYS),
             )
         )
     return tuple(out)
@@ -137,17 +139,23 @@ def _add_node(state: SpreadState, pod: PodInfo, node: NodeInfo, sign: int, updat
         counts[value] = counts.get(value, 0) + sign * matching
 
 
-def _tally_key(pod: PodInfo) -> tuple[Any, ...]:
-    """Everything of the pod the counts depend on: namespace, constraints (with the pod's labels for
-    matchLabelKeys), and what decides a node's eligibility (node selector, affinity, tolerations)."""
-    spec = {
-        "constraints": pod.topology_spread,
-        "labels": pod.labels,
-        "nodeSelector": pod.node_selector,
-        "nodeAffinity": pod.affinity.get("nodeAffinity"),
-        "tolerations": pod.tolerations,
+def _tally_key(pod: PodInfo, constraints: tuple[Constraint, ...]) -> tuple[Any, ...]:
+    """Everything the counts depend on, and nothing more (pods of one workload share it even when each
+    has a label of its own): the namespace, each constraint's topology key, counted selector and
+    inclusion policies, and what decides a node's eligibility under those policies."""
+    honor_affinity = any(c.honor_affinity for c in constraints)
+    honor_taints = any(c.honor_taints for c in constraints)
+    eligibility = {
+        "nodeSelector": pod.node_selector if honor_affinity else None,
+        "nodeAffinity": pod.affinity.get("nodeAffinity") if honor_affinity else None,
+        "tolerations": pod.tolerations if honor_taints else None,
     }
-    return ("spread.counts", pod.namespace, orjson.dumps(spec, option=orjson.OPT_SORT_KEYS))
+    return (
+        "spread.counts",
+        pod.namespace,
+        tuple((c.topology_key, c.selector_json, c.honor_affinity, c.honor_taints) for c in constraints),
+        orjson.dumps(eligibility, option=orjson.OPT_SORT_KEYS),
+    )
 
 
 def _contribution(state: SpreadState) -> Callable[[NodeInfo], Contribution]:
@@ -206,7 +214,7 @@ class TopologySpreadFilter:
             counts=[{} for _ in constraints],
             minimums=[],
         )
-        tally = snapshot.summary().tally(_tally_key(pod), _contribution(state))
+        tally = snapshot.summary().tally(_tally_key(pod, constraints), _contribution(state))
         if pod.uid in tally.owners:  # the pod itself is placed: count without it
             for node in snapshot.nodes.values():
                 _add_node(state, pod, node, 1)

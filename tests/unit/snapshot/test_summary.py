@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections import Counter
 from collections.abc import Iterator
@@ -11,6 +12,7 @@ from extenders import engine
 from extenders.model import NodeFacts, NodeInfo, PodInfo, label_key
 from extenders.plugins.framework import SKIP
 from extenders.plugins.inter_pod_affinity.filtering import InterPodAffinityFilter
+from extenders.plugins.pod_topology_spread.filtering import TopologySpreadFilter
 from extenders.policy import default_policy
 from extenders.snapshot import Snapshot
 from extenders.snapshot import summary as cluster_summary
@@ -325,3 +327,38 @@ def test_a_facts_change_that_can_move_the_size_recomputes_it() -> None:
     earlier = Snapshot(nodes={**first.nodes, "n0": _with_image("n0", None)})
     assert earlier.summary().image_size("img") == 5
     assert _derived(earlier, _with_image("n0", 3)).image_size("img") == 3
+
+
+def test_pods_of_one_workload_share_one_spread_tally_and_tallies_are_capped() -> None:
+    """A pod's own labels (a StatefulSet's pod-name) do not split the spread counts: pods with the same
+    constraints share one tally. Tallies beyond the cap drop the least recently used, and a dropped
+    one is rebuilt with the same counts."""
+    rng = random.Random(21)
+    serial = [0]
+    snapshot = Snapshot(nodes={f"n{i}": _node(rng, f"n{i}", serial) for i in range(12)}, sealed=True)
+    spread = [
+        {
+            "maxSkew": 1,
+            "topologyKey": HOSTNAME,
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "a"}},
+        }
+    ]
+
+    def member(i: int) -> PodInfo:
+        labels = {"app": "a", "pod-name": f"web-{i}"}
+        return PodInfo(namespace="ns1", name=f"web-{i}", uid=f"web-{i}", labels=labels, topology_spread=spread)
+
+    spread_filter = TopologySpreadFilter()
+    first = spread_filter.prepare(member(0), snapshot)
+    summary = snapshot.summary()
+    before = set(summary._tallies)
+    second = spread_filter.prepare(member(1), snapshot)
+    assert set(summary._tallies) == before and len(before) == 1
+    assert first.counts == second.counts and sum(first.counts[0].values()) > 0
+    cap = cluster_summary._MAX_TALLIES
+    for i in range(cap + 5):  # other namespaces: a tally each
+        other = dataclasses.replace(member(i), namespace=f"other-{i}", uid=f"o{i}")
+        spread_filter.prepare(other, snapshot)
+    assert len(summary._tallies) == cap
+    assert spread_filter.prepare(member(2), snapshot).counts == first.counts  # rebuilt after its eviction
