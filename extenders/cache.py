@@ -14,8 +14,6 @@ sharing the unchanged NodeInfo objects), so a request may keep using the one it 
 from __future__ import annotations
 
 import asyncio
-import ctypes
-import ctypes.util
 import gc
 import logging
 import time
@@ -65,25 +63,6 @@ def _merge(
         else:
             out[key] = decode(key, raw)
     return out
-
-
-def _release_free_memory() -> None:
-    """Hand the C heap's free pages back to the system (glibc only): a full load's replies and
-    decoding temporaries are freed by then, but would otherwise stay in the process's resident size."""
-    if _malloc_trim is not None:
-        _malloc_trim(0)
-
-
-def _libc_malloc_trim() -> Callable[[int], int] | None:
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        trim: Callable[[int], int] = libc.malloc_trim
-    except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to do
-        return None
-    return trim
-
-
-_malloc_trim = _libc_malloc_trim()
 
 
 def _pod(_key: str, raw: bytes) -> PodInfo:
@@ -260,6 +239,5 @@ class SnapshotCache:
             gc.unfreeze()
             gc.collect()
             gc.freeze()
-            _release_free_memory()
             return snap
         raise RuntimeError("could not load a consistent snapshot: the store kept changing too much")

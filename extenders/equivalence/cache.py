@@ -96,14 +96,14 @@ class EquivalenceCache:
     def enabled(self) -> bool:
         return self.config.enabled
 
-    def memo(self, pod: PodInfo, verb: str = "filter", key: str | None = None) -> ClassMemo | None:
-        """The memo of ``pod``'s class (``key`` when the caller has the digest already), admitted for
-        ``verb`` once that verb has seen the class before; None when the cache is off."""
+    def memo(self, pod: PodInfo, verb: str = "filter") -> ClassMemo | None:
+        """The memo of ``pod``'s class, admitted for ``verb`` once that verb has seen the class before;
+        None when the cache is off."""
         if not self.config.enabled:
             return None
         now = self.clock()
         self._expire(now)
-        key = key or equivalence_class(pod)
+        key = equivalence_class(pod)
         memo = self._classes.get(key)
         if memo is None:
             memo = ClassMemo(key, now)

@@ -1,9 +1,9 @@
-"""Plain pods through the real kube-scheduler with our filter, prioritize, preempt and bind."""
+"""Plain pods through the real kube-scheduler with our filter, prioritize, preempt and bind.
+
+(Plain pods filling each node to its capacity is a shared scenario: tests/e2e/scenarios.py.)"""
 
 from __future__ import annotations
 
-import time
-from collections import Counter
 from typing import Any
 
 import pytest
@@ -16,26 +16,6 @@ pytestmark = pytest.mark.e2e
 
 GPU = "example.com/gpu"
 ZONE = "topology.kubernetes.io/zone"
-
-
-def stays_pending(cluster: Cluster, name: str, seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        assert not cluster.placement().get(name), f"{name} was bound: {cluster.placement()}"
-        time.sleep(0.3)
-
-
-def test_plain_pods_are_bound_within_each_nodes_capacity(cluster: Cluster) -> None:
-    nodes = cluster.nodes(3, cpu="2")
-    cluster.wait_synced()
-    names = [f"p{i}" for i in range(6)]
-    for name in names:
-        cluster.pod(name, requests=resources(cpu="1"))
-    placed = cluster.wait_bound(names)
-    assert Counter(placed.values()) == dict.fromkeys(nodes, 2)
-    # A seventh pod finds no room anywhere and stays pending.
-    cluster.pod("p6", requests=resources(cpu="1"))
-    stays_pending(cluster, "p6", 3)
 
 
 def test_taints_node_selectors_and_node_affinity(cluster: Cluster) -> None:
@@ -61,7 +41,7 @@ def test_taints_node_selectors_and_node_affinity(cluster: Cluster) -> None:
     cluster.pod("affinity-b", affinity=required_b)
     placed = cluster.wait_bound(["tolerant", "selector-a", "affinity-b"])
     assert (placed["tolerant"], placed["selector-a"], placed["affinity-b"]) == (tainted, zone_a, zone_b)
-    stays_pending(cluster, "intolerant", 3)
+    cluster.stays_unbound(["intolerant"], 3)
 
 
 def test_an_extended_resource_kube_scheduler_ignores_is_counted_by_the_extender(
@@ -80,7 +60,7 @@ def test_an_extended_resource_kube_scheduler_ignores_is_counted_by_the_extender(
         # Two GPUs are left on gpu4 and one on gpu1: three fit nowhere, though kube-scheduler alone
         # (which ignores the resource) would bind it.
         cluster.pod("three", requests=resources(cpu="1", **{GPU: "3"}))
-        stays_pending(cluster, "three", 4)
+        cluster.stays_unbound(["three"], 4)
         cluster.pod("one", requests=resources(cpu="1", **{GPU: "1"}))
         assert cluster.wait_bound(["one"])["one"] in (one, four)
         cluster.kube.delete_pod(cluster.namespace, "two")

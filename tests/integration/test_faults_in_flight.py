@@ -241,6 +241,19 @@ async def test_a_replica_killed_mid_filter_leaves_nothing_behind_and_another_ans
 # -- the API server slower than the bind's request timeout -----------------------------------------------
 
 KUBE_TIMEOUT = 1.5
+
+
+def slow_api_env(fake_kube: FakeKube, **extra: str) -> dict[str, str]:
+    """A replica on the fake API server with the short request timeout these tests outlast."""
+    return {
+        "EXTENDER_KUBE_URL": fake_kube.url,
+        "EXTENDER_KUBE_TOKEN": fake_kube.token,
+        "EXTENDER_KUBE_TIMEOUT_SECONDS": str(KUBE_TIMEOUT),
+        "EXTENDER_LEASE_SECONDS": "3",
+        **extra,
+    }
+
+
 BINDING_DELAY = 4.0
 
 
@@ -254,13 +267,7 @@ async def test_a_bind_the_api_server_answers_too_late_is_an_error_and_its_reserv
     fake_kube.client.create(make_node("slow-n1", cpu="2"))
     pod = fake_kube.client.create(make_pod("web", cpu="1500m"))
     other = fake_kube.client.create(make_pod("other", cpu="1500m"))
-    env = {
-        "EXTENDER_KUBE_URL": fake_kube.url,
-        "EXTENDER_KUBE_TOKEN": fake_kube.token,
-        "EXTENDER_KUBE_TIMEOUT_SECONDS": str(KUBE_TIMEOUT),
-        "EXTENDER_LEASE_SECONDS": "3",
-    }
-    server = start_server(env=env, ready=True)
+    server = start_server(env=slow_api_env(fake_kube), ready=True)
     async with httpx.AsyncClient(timeout=30) as client:
 
         async def listed() -> bool:
@@ -313,14 +320,7 @@ async def test_a_bind_the_api_server_never_carries_out_frees_its_reservation_whe
     meanwhile and lapses with the assumed-pod TTL (3 s here), the pod stays unbound, and the retry binds it."""
     fake_kube.client.create(make_node("drop-n1", cpu="2"))
     pod = fake_kube.client.create(make_pod("web", cpu="1500m"))
-    env = {
-        "EXTENDER_KUBE_URL": fake_kube.url,
-        "EXTENDER_KUBE_TOKEN": fake_kube.token,
-        "EXTENDER_KUBE_TIMEOUT_SECONDS": str(KUBE_TIMEOUT),
-        "EXTENDER_ASSUMED_TTL_SECONDS": "3",
-        "EXTENDER_LEASE_SECONDS": "3",
-    }
-    server = start_server(env=env, ready=True)
+    server = start_server(env=slow_api_env(fake_kube, EXTENDER_ASSUMED_TTL_SECONDS="3"), ready=True)
     async with httpx.AsyncClient(timeout=30) as client:
 
         async def pods_on_the_node() -> list[Json] | None:
@@ -362,14 +362,7 @@ async def test_gang_members_whose_bindings_get_no_answer_keep_their_reservations
         fake_kube.client.create(gpu_node(name, gpus=1))
     members = [fake_kube.client.create(member(f"pair-{i}", "pair", 2)) for i in range(2)]
     other = fake_kube.client.create(make_pod("other", extra_requests={GPU: "1"}))
-    env = {
-        "EXTENDER_KUBE_URL": fake_kube.url,
-        "EXTENDER_KUBE_TOKEN": fake_kube.token,
-        "EXTENDER_KUBE_TIMEOUT_SECONDS": str(KUBE_TIMEOUT),
-        "EXTENDER_LEASE_SECONDS": "3",
-        "EXTENDER_GANG_WINDOW_SECONDS": "30",
-    }
-    server = start_server(env=env, ready=True)
+    server = start_server(env=slow_api_env(fake_kube, EXTENDER_GANG_WINDOW_SECONDS="30"), ready=True)
     nodes = ["gt-n1", "gt-n2"]
     async with httpx.AsyncClient(timeout=30) as client:
 

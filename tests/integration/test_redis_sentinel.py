@@ -68,6 +68,17 @@ def judge(answer: httpx.Response) -> str:
     return "ok"
 
 
+def sentinel_env(sentinel: RedisNode, url: str, prefix: str) -> dict[str, str]:
+    """A standalone replica finding master ``m`` through one Sentinel, ``url`` carrying the rest."""
+    return {
+        "EXTENDER_KUBE_MODE": "off",
+        "EXTENDER_REDIS_PREFIX": f"{prefix}{uuid.uuid4().hex[:8]}",
+        "EXTENDER_REDIS_SENTINELS": sentinel.address,
+        "EXTENDER_REDIS_SENTINEL_MASTER": "m",
+        "EXTENDER_REDIS_URL": url,
+    }
+
+
 @pytest.fixture
 def replicas() -> Iterator[list[ServerProcess]]:
     started: list[ServerProcess] = []
@@ -188,13 +199,7 @@ def test_the_sentinel_password_and_the_data_password_each_go_where_they_belong(
         ]
     )
     sentinel = start_redis_node("sentinel", sentinel_conf=conf, password=SENTINEL_PASSWORD).wait_up()
-    base = {
-        "EXTENDER_KUBE_MODE": "off",
-        "EXTENDER_REDIS_PREFIX": f"auth{uuid.uuid4().hex[:8]}",
-        "EXTENDER_REDIS_SENTINELS": sentinel.address,
-        "EXTENDER_REDIS_SENTINEL_MASTER": "m",
-        "EXTENDER_REDIS_URL": f"redis://:{PASSWORD}@/0",
-    }
+    base = sentinel_env(sentinel, f"redis://:{PASSWORD}@/0", "auth")
     good = ServerProcess({**base, "EXTENDER_REDIS_SENTINEL_PASSWORD": SENTINEL_PASSWORD}, "sentinel-good")
     bad = ServerProcess({**base, "EXTENDER_REDIS_SENTINEL_PASSWORD": "wrong-sentinel-pw"}, "sentinel-bad")
     replicas.extend((good, bad))
@@ -231,13 +236,7 @@ def test_sentinels_and_primary_over_tls_with_the_ca_in_the_url(
     primary = start_redis_node("tls-primary", tls=files).wait_up()
     conf = f"sentinel monitor m 127.0.0.1 {primary.port} 1\n"
     sentinel = start_redis_node("tls-sentinel", sentinel_conf=conf, tls=files).wait_up()
-    env = {
-        "EXTENDER_KUBE_MODE": "off",
-        "EXTENDER_REDIS_PREFIX": f"tls{uuid.uuid4().hex[:8]}",
-        "EXTENDER_REDIS_SENTINELS": sentinel.address,
-        "EXTENDER_REDIS_SENTINEL_MASTER": "m",
-        "EXTENDER_REDIS_URL": f"rediss:///0?ssl_ca_certs={files.ca}",
-    }
+    env = sentinel_env(sentinel, f"rediss:///0?ssl_ca_certs={files.ca}", "tls")
     server = ServerProcess(env, "sentinel-tls")
     replicas.append(server)
     server.wait_ready()

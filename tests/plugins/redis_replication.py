@@ -121,19 +121,12 @@ StartNode = Callable[..., RedisNode]
 
 @pytest.fixture
 def start_redis_node() -> Iterator[StartNode]:
-    """Factory: ``start_redis_node("name", [args], sentinel_conf=None, password=None, tls=None, port=None)``,
-    started but not waited for."""
+    """Factory: ``start_redis_node(...)`` takes ``RedisNode``'s arguments; the node is started but not
+    waited for."""
     started: list[RedisNode] = []
 
-    def _start(
-        name: str,
-        args: list[str] | None = None,
-        sentinel_conf: str | None = None,
-        password: str | None = None,
-        tls: TlsFiles | None = None,
-        port: int | None = None,
-    ) -> RedisNode:
-        node = RedisNode(name, args, sentinel_conf, password, tls, port)
+    def _start(*args: Any, **kwargs: Any) -> RedisNode:
+        node = RedisNode(*args, **kwargs)
         started.append(node)
         return node
 

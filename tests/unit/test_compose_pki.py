@@ -18,6 +18,7 @@ from cryptography.x509.oid import NameOID
 
 from devstack.compose import APISERVER_URL, SERVICE_IP, kube_client, probe, write_pki
 from devstack.controlplane import EXTENDER_USER
+from tests.http_stub import one_path_handler
 
 
 @pytest.fixture(scope="module")
@@ -80,16 +81,7 @@ def test_each_kubeconfig_loads_the_way_the_extender_loads_it(pki: Path) -> None:
         assert next(auth.auth_flow(client.build_request("GET", "/api"))).headers["Authorization"] == f"Bearer {token}"
 
 
-class _Readyz(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        body = b"ok" if self.path == "/readyz" else b"[-]etcd failed"
-        self.send_response(200 if self.path == "/readyz" else 500)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
+_Readyz = one_path_handler("/readyz", (200, b"ok"), (500, b"[-]etcd failed"))
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ import pytest
 
 from app.embedded_redis import free_port
 from app.healthcheck import main, probe, probe_url
+from tests.http_stub import one_path_handler
 
 
 def test_the_health_port_wins_and_tls_switches_the_main_port_to_https() -> None:
@@ -19,17 +20,7 @@ def test_the_health_port_wins_and_tls_switches_the_main_port_to_https() -> None:
     assert probe_url(env, "/healthz") == "http://127.0.0.1:8081/healthz"
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        status = 200 if self.path == "/healthz" else 503
-        body = b'{"status":"ok"}' if status == 200 else b'{"ready":false}'
-        self.send_response(status)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
+_Handler = one_path_handler("/healthz", (200, b'{"status":"ok"}'), (503, b'{"ready":false}'))
 
 
 @pytest.fixture
