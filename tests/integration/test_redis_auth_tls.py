@@ -25,6 +25,7 @@ import trustme
 
 from app.embedded_redis import die_with_parent, find_redis_server, free_port
 from tests.plugins.servers import ServerProcess
+from tests.waiting import readiness_with_reason
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -222,10 +223,7 @@ def test_wrong_password_is_not_ready_and_names_the_redis(
     right = f"redis://:{PASSWORD}@127.0.0.1:{{port}}/0" if args is REQUIREPASS else None
     server = start_redis(args, right or f"redis://alice:{ALICE_PASSWORD}@127.0.0.1:{{port}}/0")
     replica = start_replica(url.format(port=server.port))
-    deadline = time.monotonic() + 10
-    while "reason" not in (body := replica.get("/readyz").json()):
-        assert time.monotonic() < deadline, body
-        time.sleep(0.1)
+    body = readiness_with_reason(replica, 10)
     answer = replica.get("/readyz")
     body = answer.json()
     assert answer.status_code == 503 and body["ready"] is False and body["redis"] is False, body
@@ -275,10 +273,7 @@ def test_rediss_checks_the_server_certificate(start_redis: Any, start_replica: A
     query = f"?ssl_ca_certs={pki.other_ca}" if trust == "other-ca" else ""
     url = f"rediss://:{PASSWORD}@127.0.0.1:{server.port}/0{query}"
     replica = start_replica(url)
-    deadline = time.monotonic() + 10
-    while "reason" not in (body := replica.get("/readyz").json()):
-        assert time.monotonic() < deadline, body
-        time.sleep(0.1)
+    body = readiness_with_reason(replica, 10)
     assert body["ready"] is False and body["redis"] is False, body
     assert body["reason"].startswith(f"Redis {url.replace(PASSWORD, '***')} failed: "), body
     assert "CERTIFICATE_VERIFY_FAILED" in body["reason"] or "certificate verify failed" in body["reason"], body

@@ -34,6 +34,7 @@ from tests.fake_kube.client import make_node, make_pod
 from tests.plugins.fake_kube import FakeKube
 from tests.plugins.redis_replication import RedisNode, SentinelSet, StartNode, TlsFiles, wait_replicated
 from tests.plugins.servers import ServerProcess
+from tests.waiting import readiness_with_reason
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -211,10 +212,7 @@ def test_the_sentinel_password_and_the_data_password_each_go_where_they_belong(
     assert answer.status_code == 200 and answer.json()["Error"] == "", answer.text
 
     bad.wait_healthy()
-    deadline = time.monotonic() + 15
-    while "reason" not in (body := bad.get("/readyz").json()):
-        assert time.monotonic() < deadline, body
-        time.sleep(0.1)
+    body = readiness_with_reason(bad, 15)
     assert body["ready"] is False and body["redis"] is False, body
     assert body["reason"].startswith(f"Redis Sentinel master 'm' via {sentinel.address} refused the credentials"), body
     assert "EXTENDER_REDIS_SENTINEL_PASSWORD" in body["reason"], body
