@@ -1,8 +1,9 @@
 """A TCP load balancer on loopback standing in for a Kubernetes Service in front of the replicas.
 
 Each new connection goes to the next backend in turn; a backend that refuses is skipped (as
-endpoints drop a pod that is gone), so killing a replica leaves the others serving. It runs on
-its own event loop in a thread of the calling process.
+endpoints drop a pod that is gone), so killing a replica leaves the others serving. Tests may pin
+new connections to one backend and drop the clients' connections, to know where a client's next
+calls go. It runs on its own event loop in a thread of the calling process.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ class Balancer:
         self.url = f"http://127.0.0.1:{self.port}"
         self.connections: dict[int, int] = {}  # backend port -> connections made
         self._turn = itertools.count()
+        self._pinned: int | None = None  # index of the only backend new connections go to, when set
+        self._clients: set[asyncio.StreamWriter] = set()
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
         self._server: asyncio.Server | None = None
@@ -38,9 +41,9 @@ class Balancer:
         self._loop.run_forever()
 
     async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        start = next(self._turn)
+        start = next(self._turn) if self._pinned is None else self._pinned
         last: Exception | None = None
-        for i in range(len(self.backends)):
+        for i in range(len(self.backends) if self._pinned is None else 1):
             host, port = self.backends[(start + i) % len(self.backends)]
             try:
                 streams = await asyncio.wait_for(asyncio.open_connection(host, port), timeout=2)
@@ -57,6 +60,7 @@ class Balancer:
         except OSError:
             writer.close()
             return
+        self._clients.add(writer)
 
         async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
             try:
@@ -70,7 +74,26 @@ class Balancer:
                 with contextlib.suppress(OSError):
                     dst.close()
 
-        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+        try:
+            await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+        finally:
+            self._clients.discard(writer)
+
+    def pin(self, port: int | None) -> None:
+        """Send every new connection to the backend on ``port`` only (refused there: the client's is
+        closed); ``None`` goes back to taking turns."""
+        index = None if port is None else [p for _, p in self.backends].index(port)
+        self._loop.call_soon_threadsafe(setattr, self, "_pinned", index)
+
+    def drop_clients(self) -> None:
+        """Close every client connection, so a client opens new ones (through the pin, when set).
+        Only safe while the client has no call in flight, as a server closing idle keep-alives."""
+
+        async def _drop() -> None:
+            for writer in list(self._clients):
+                writer.close()
+
+        asyncio.run_coroutine_threadsafe(_drop(), self._loop).result(5)
 
     def stop(self) -> None:
         async def _close() -> None:

@@ -16,7 +16,7 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -38,7 +38,13 @@ from extenders.convert import (
     service_info,
 )
 from extenders.kube.client import PODGROUPS_PATH, GoneError, KubeApiError, KubeClient
-from extenders.kube.requeue import REFUSAL_WINDOW_SECONDS, REQUEUE_INTERVAL_SECONDS, Requeuer
+from extenders.kube.requeue import (
+    REFUSAL_WINDOW_SECONDS,
+    REQUEUE_INTERVAL_SECONDS,
+    PodRef,
+    Requeuer,
+    scheduling_error,
+)
 from extenders.quantity import QuantityError
 from extenders.store import FencedError, Op, Store
 from extenders.telemetry import Telemetry
@@ -230,6 +236,7 @@ class Watcher:
         self._required: set[str] = set()
         self.requeuer = Requeuer(kube)
         self._requeues: set[asyncio.Task[int]] = set()
+        self._errored: dict[str, str] = {}  # pod uid -> the error its requeue answered
 
     async def run(self) -> None:
         """Feed the store until cancelled; raises FencedError when this term is over."""
@@ -388,6 +395,9 @@ class Watcher:
         for start in range(0, len(ops), self.batch_size):
             raise_if_cancelling()
             await self._write(ops[start : start + self.batch_size])
+        if resource is PODS:
+            self._errored.clear()  # the list is the whole truth: forget pods gone meanwhile
+            self._requeue_errored(listing.items)
         stats.resource_version = listing.resource_version
         log.info(
             "%s: listed %d, %d stored vanished, in %.2fs (rv %s)",
@@ -406,12 +416,32 @@ class Watcher:
             self.epoch, ops, REFUSAL_WINDOW_SECONDS, REQUEUE_INTERVAL_SECONDS
         )
         if refused:
-            task = asyncio.create_task(
-                self.requeuer.requeue(refused, "refused just before the snapshot caught up with a change"),
-                name="requeue-refused",
-            )
-            self._requeues.add(task)
-            task.add_done_callback(self._requeues.discard)
+            self._requeue(refused, "refused just before the snapshot caught up with a change")
+
+    def _requeue(self, pods: list[PodRef], why: str) -> None:
+        task = asyncio.create_task(self.requeuer.requeue(pods, why), name="requeue")
+        self._requeues.add(task)
+        task.add_done_callback(self._requeues.discard)
+
+    def _requeue_errored(self, pods: Sequence[dict[str, Any]], gone: Sequence[dict[str, Any]] = ()) -> None:
+        """Requeue pods whose last attempt ended on an error, once per distinct error: a repeat of
+        the same error makes no new event (kube-scheduler leaves the condition as it is)."""
+        due: list[PodRef] = []
+        for obj in pods:
+            try:
+                uid, message = _pod_uid(obj), scheduling_error(obj)
+                if message is None:
+                    self._errored.pop(uid, None)
+                elif self._errored.get(uid) != message:
+                    self._errored[uid] = message
+                    due.append((uid, object_key(obj)))
+            except (KeyError, TypeError, ValueError):
+                continue  # a malformed pod: its write already logged it
+        for obj in gone:
+            with contextlib.suppress(KeyError, TypeError, ValueError):
+                self._errored.pop(_pod_uid(obj), None)
+        if due:
+            self._requeue(due, "its scheduling attempt failed on an error")
 
     @staticmethod
     def _identity_meta(resource: Resource, key: str, rv: str) -> dict[str, str]:
@@ -470,6 +500,8 @@ class Watcher:
     async def _apply_events(self, resource: Resource, events: list[dict[str, Any]]) -> None:
         stats = self.stats.of(resource.kind)
         ops: list[Op] = []
+        upserted: list[dict[str, Any]] = []
+        deleted: list[dict[str, Any]] = []
         rv = stats.resource_version
         for event in events:
             obj = event.get("object") if isinstance(event, dict) else None
@@ -480,8 +512,10 @@ class Watcher:
             op: Op | None = None
             if kind in ("ADDED", "MODIFIED"):
                 op = self._upsert(resource, obj)
+                upserted.append(obj)
             elif kind == "DELETED":
                 op = self._delete(resource, obj)
+                deleted.append(obj)
             elif kind != "BOOKMARK":
                 log.warning("%s: unexpected watch event type %r", resource.kind, kind)
             if op is not None:
@@ -489,6 +523,8 @@ class Watcher:
             rv = str(_meta(obj).get("resourceVersion") or rv)
         if ops:
             await self._write(ops)
+        if resource is PODS:
+            self._requeue_errored(upserted, deleted)
         stats.events += len(events)
         stats.batches += 1
         stats.resource_version = rv

@@ -3,8 +3,10 @@
 kube-scheduler retries a parked pod only on cluster events it considers relevant (or after five
 minutes). An update of an unscheduled pod's metadata is one: it moves the pod to the active (or
 backoff) queue. The extender makes that event, by touching an annotation, when it knows a parked
-pod's reason went away and nothing else would say so: a gang member's siblings arrived, or the pod
-was refused on a snapshot that had not yet caught up with an event kube-scheduler already acted on.
+pod's reason went away and nothing else would say so: a gang member's siblings arrived, the pod
+was refused on a snapshot that had not yet caught up with an event kube-scheduler already acted on,
+or its attempt failed on an error (an extender call cut off by a replica's death), which
+kube-scheduler 1.28 parks like a refusal although nothing in the cluster has to change.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import httpx
 
@@ -27,8 +30,27 @@ REFUSAL_WINDOW_SECONDS = 2.0
 # A pod is requeued for that reason at most this often.
 REQUEUE_INTERVAL_SECONDS = 10.0
 
+# PodScheduled's reason when kube-scheduler's attempt failed on an error rather than a refusal.
+SCHEDULER_ERROR = "SchedulerError"
+
 # A pod to requeue: (uid, namespace/name); the uid guards against a pod recreated under the name.
 PodRef = tuple[str, str]
+
+
+def scheduling_error(pod: dict[str, Any]) -> str | None:
+    """The message of an unbound pod's failed attempt when it ended on an error, else None.
+
+    Reads the raw object: the snapshot keeps no pod conditions, and only the watch leader asks.
+    """
+    spec, status = pod.get("spec"), pod.get("status")
+    if not isinstance(spec, dict) or spec.get("nodeName") or not isinstance(status, dict):
+        return None
+    for condition in status.get("conditions") or ():
+        if isinstance(condition, dict) and condition.get("type") == "PodScheduled":
+            if condition.get("status") == "False" and condition.get("reason") == SCHEDULER_ERROR:
+                return str(condition.get("message") or "")
+            return None
+    return None
 
 
 class Requeuer:

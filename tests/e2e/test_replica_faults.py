@@ -97,37 +97,42 @@ def test_the_watch_moves_to_the_survivor_within_the_lease(cluster: Cluster, stac
 BURST_NODES = 5
 NODE_CPU = 8
 BURST_PODS = BURST_NODES * NODE_CPU  # one CPU each: the pods fill every node exactly
+HEAD_PODS = 8  # created before the freeze; the rest while the victim is frozen
 
 
 def test_a_replica_killed_during_a_burst_leaves_every_pod_bound_within_capacity(
     cluster: Cluster, stack: Stack, revive: list[int]
 ) -> None:
-    """The leader is frozen and then SIGKILLed once a few pods of a burst are bound: the calls it held fail,
-    kube-scheduler retries those pods through the balancer, and every pod ends up bound with no node
-    over its capacity; the survivor's snapshot then counts exactly the bound pods."""
+    """The leader, which kube-scheduler's calls reach, is frozen once a few pods of a burst are bound; the
+    rest of the burst is created meanwhile, so calls hang on it, and it is SIGKILLed with them in flight.
+    kube-scheduler parks the pods whose call failed (1.28 retries them only on some unrelated event or
+    after five minutes); the survivor, leading the watch now, requeues them, and every pod ends up
+    bound with no node over its capacity; the survivor's snapshot then counts exactly the bound pods."""
     nodes = cluster.nodes(BURST_NODES, cpu=str(NODE_CPU))
     cluster.wait_synced()
     victim_index = leader_index(stack)
     victim, survivor = stack.replicas[victim_index], stack.replicas[1 - victim_index]
+    balancer = stack.balancer
+    assert balancer is not None
     names = [f"burst-{i}" for i in range(BURST_PODS)]
-    bound_at_kill = -1
-
-    def strike() -> int:
-        """Freeze the victim first, so the calls kube-scheduler sends it meanwhile hang unanswered,
-        then SIGKILL it with those calls in flight; returns how many pods were bound by then."""
+    # No pod is pending, so kube-scheduler's keep-alive connections are idle: dropping them makes its
+    # next calls open new ones, which the pin sends to the victim.
+    balancer.pin(victim.port)
+    balancer.drop_clients()
+    try:
+        for name in names[:HEAD_PODS]:
+            cluster.pod(name, requests=resources(cpu="1"))
+        wait_for(lambda: sum(1 for n in cluster.placement().values() if n) >= 3, 60, "a few pods bound")
         revive.append(victim_index)
         os.kill(victim.proc.pid, signal.SIGSTOP)
-        time.sleep(FROZEN_SECONDS)
-        bound = sum(1 for n in cluster.placement().values() if n)
+        frozen = time.monotonic()
+        for name in names[HEAD_PODS:]:
+            cluster.pod(name, requests=resources(cpu="1"))
+        time.sleep(max(0.0, FROZEN_SECONDS - (time.monotonic() - frozen)))
+        bound_at_kill = sum(1 for n in cluster.placement().values() if n)
         victim.kill()
-        return bound
-
-    for i, name in enumerate(names):
-        cluster.pod(name, requests=resources(cpu="1"))
-        if bound_at_kill < 0 and i >= 8 and sum(1 for n in cluster.placement().values() if n) >= 3:
-            bound_at_kill = strike()
-    if bound_at_kill < 0:  # the pods were created faster than any was bound: strike now, mid-burst
-        bound_at_kill = strike()
+    finally:
+        balancer.pin(None)
     assert bound_at_kill < BURST_PODS, "every pod was bound before the kill: nothing was in flight"
 
     placed = cluster.wait_bound(names, timeout=120)
@@ -147,4 +152,5 @@ def test_a_replica_killed_during_a_burst_leaves_every_pod_bound_within_capacity(
     assert stack.scheduler is not None
     failed_calls = stack.scheduler.log(tail=10**8).count("Error scheduling pod; retrying")
     assert failed_calls >= 1, "no extender call failed: the kill struck no call in flight"
+    assert "scheduling attempt failed on an error" in survivor.log(), "the survivor requeued no parked pod"
     print(f"killed the leader with {bound_at_kill} of {BURST_PODS} pods bound; {failed_calls} calls failed; all bound")

@@ -13,6 +13,7 @@ from extenders.aio import cancel_and_wait
 from extenders.cache import SnapshotCache
 from extenders.kube.client import PODGROUP_GROUP_VERSION, BindStatus, KubeClient
 from extenders.kube.config import build_http_client
+from extenders.kube.requeue import REQUEUE_ANNOTATION
 from extenders.snapshot import Snapshot
 from extenders.store import Store
 from extenders.watcher import Watcher
@@ -351,6 +352,50 @@ async def test_without_the_podgroup_crd(
     finally:
         await feed.stop()
         await kube.aclose()
+
+
+def attempt_failed(reason: str, message: str) -> dict[str, Any]:
+    """The PodScheduled condition kube-scheduler writes after a failed attempt, as a status patch."""
+    condition = {"type": "PodScheduled", "status": "False", "reason": reason, "message": message}
+    return {"status": {"conditions": [condition]}}
+
+
+async def test_pods_whose_attempt_failed_on_an_error_are_requeued_once_per_error(
+    fake_kube: FakeKube, feed: Feed
+) -> None:
+    """kube-scheduler 1.28 parks a pod whose attempt failed on an error (an extender call cut off by a
+    dying replica) until some unrelated event: the leader requeues it, whether it finds it in its list
+    or through the watch, once per distinct error; refused pods are left to kube-scheduler."""
+    client = fake_kube.client
+    for name in ("listed", "refused", "watched"):
+        client.create(make_pod(name))
+    client.patch("Pod", "listed", attempt_failed("SchedulerError", 'Post "http://r1/filter": EOF'), status=True)
+    client.patch("Pod", "refused", attempt_failed("Unschedulable", "0/3 nodes are available"), status=True)
+
+    def stamp(name: str) -> str | None:
+        annotations: dict[str, str] = client.get("Pod", name)["metadata"].get("annotations") or {}
+        return annotations.get(REQUEUE_ANNOTATION)
+
+    async def requeued(count: int) -> bool:
+        return watcher.requeuer.requeued >= count
+
+    watcher = await feed.start()
+    await eventually(lambda: requeued(1))
+    assert stamp("listed") is not None and stamp("refused") is None and stamp("watched") is None
+    fake_kube.wait_for_watches("pods")
+
+    client.patch("Pod", "watched", attempt_failed("SchedulerError", "context deadline exceeded"), status=True)
+    await eventually(lambda: requeued(2))
+    first = stamp("watched")
+    assert first is not None
+    # Events that repeat the error (our own annotation's, a label change) requeue nothing more; a new
+    # error does, once.
+    client.patch("Pod", "watched", {"metadata": {"labels": {"touched": "yes"}}})
+    client.patch("Pod", "watched", attempt_failed("SchedulerError", 'Post "http://r2/filter": EOF'), status=True)
+    await eventually(lambda: requeued(3))
+    await asyncio.sleep(0.3)  # room for a wrong fourth requeue to show
+    assert watcher.requeuer.requeued == 3 and stamp("watched") != first
+    assert stamp("refused") is None
 
 
 async def test_bind_pod_outcomes(fake_kube: FakeKube, kube: KubeClient) -> None:
