@@ -602,7 +602,7 @@ def _score(
                 details[name][prio_name] = {"raw": raw[name], "score": value}
     # A priority that scores every candidate alike cannot change the ranking; leaving it out of the
     # average keeps the whole 0..10 range for the priorities that do tell the candidates apart.
-    varying = [c for c in contributions if c[1] is not None and len(set(c[1])) > 1]
+    varying = [c for c in contributions if c[1] is not None and c[1].count(c[1][0]) != len(c[1])]
     used = varying or contributions
     weight_sum = sum(w for w, _, _ in used)
     totals = [0.0] * len(unique)

@@ -122,8 +122,9 @@ class ScorePlugin(Protocol[S]):
     ``score_all(pod, nodes, state, ctx) -> list[float]``: ``score`` for each node, in order,
     in one loop (per-node calls dominate the cost of the cheap scorers).
 
-    ``normalize_values(values, state) -> list[float]``: ``normalize`` over a list of raw scores (one
-    per distinct node), for the scorers whose normalisation needs no names.
+    ``normalize_values(values, state) -> list[float]``: ``normalize`` over a list of raw scores, one
+    per node in the order ``prepare`` was given them (all distinct); a scorer whose normalisation
+    reads names keeps them in its state.
 
     ``node_families`` (a class attribute): when ``score`` reads only the prepared state (a
     function of the pod alone) and these parts of the one node, its raw scores are kept per

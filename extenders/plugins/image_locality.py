@@ -107,14 +107,20 @@ class ImageLocalityScorer:
         if not images:
             return [0.0] * len(nodes)
         names = [node.name for node in nodes]
+        image_count = state.image_count
+        if len(images) == 1:  # the common case: a node holds the image or scores 0
+            value = image_priority(images[0][1], image_count)
+            return [value if held else 0.0 for held in map(state.holders[0].__contains__, names)]
         totals = [0] * len(names)
         for (_image, scaled), holders in zip(images, state.holders, strict=True):
             for i, held in enumerate(map(holders.__contains__, names)):
                 if held:
                     totals[i] += scaled
-        image_count = state.image_count
-        # image_priority(0, ...) is 0.0: most nodes hold none of the images.
-        return [image_priority(total, image_count) if total else 0.0 for total in totals]
+        # image_priority(0, ...) is 0.0: most nodes hold none of the images. Few totals are distinct.
+        priorities: dict[int, float] = {0: 0.0}
+        for total in set(totals).difference(priorities):
+            priorities[total] = image_priority(total, image_count)
+        return list(map(priorities.__getitem__, totals))
 
     def normalize(self, raw: dict[str, float], state: Any) -> dict[str, float]:
         return clamp(raw)

@@ -75,6 +75,7 @@ class SpreadState:
     pair_counts: dict[tuple[str, str], int] = field(default_factory=dict)
     # Per constraint: node name -> its value of the topology key (nodes that have it).
     values: list[dict[str, str]] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)  # the candidates, in the order prepare saw them
 
 
 def _label_of(key: str) -> Callable[[NodeInfo], str | None]:
@@ -155,7 +156,7 @@ class TopologySpreadScorer:
         state = SpreadState(pod.namespace, constraints, require_all=require_all)
         state.values = [summary.column(("label", c.topology_key), _label_of(c.topology_key)) for c in constraints]
         domains: list[set[str]] = [set() for _ in constraints]
-        names = [info.name for info in nodes]
+        names = state.names = [info.name for info in nodes]
         ignored = state.ignored
         found = [list(map(column.get, names)) for column in state.values]
         if require_all:
@@ -290,4 +291,22 @@ class TopologySpreadScorer:
                 out[name] = float(MAX_PRIORITY)
             else:
                 out[name] = MAX_PRIORITY * (high + low - score) / high
+        return out
+
+    def normalize_values(self, values: list[float], state: Any) -> list[float]:
+        """``normalize`` over scores in the order of ``state.names``, with the same arithmetic."""
+        if state is None:
+            return [0.0] * len(values)
+        ignored: set[str] = state.ignored
+        kept = [name not in ignored for name in state.names] if ignored else None
+        scored = values if kept is None else list(compress(values, kept))
+        low = min(scored, default=0.0)
+        high = max(scored, default=0.0)
+        if high <= 0:
+            out = [float(MAX_PRIORITY)] * len(values)
+        else:
+            base = high + low
+            out = [MAX_PRIORITY * (base - score) / high for score in values]
+        if kept is not None:
+            out = [score if keep else 0.0 for score, keep in zip(out, kept, strict=True)]
         return out

@@ -33,10 +33,13 @@ def _check(seed: int) -> dict[str, bool]:
         pod.affinity = {**pod.affinity, "nodeAffinity": node_affinity}
     infos = list(snapshot.nodes.values())  # some without a node object
     if seed % 3 == 0:  # the generator gives nodes no images: put the pod's on some of them
-        pod.images = [*pod.images, "registry/app:1"]
+        pod.images = [*pod.images, "registry/app:1", *(["registry/side:2"] if seed % 2 else [])]
         for i, info in enumerate(infos):
             if info.node is not None and i % 2:
-                info.node = dataclasses.replace(info.node, images={"registry/app:1": (i + 1) * 40 * 2**20})
+                images = {"registry/app:1": (i + 1) * 40 * 2**20}
+                if i % 3:
+                    images["registry/side:2"] = 300 * 2**20
+                info.node = dataclasses.replace(info.node, images=images)
     ctx = ScoringContext(resource_weights=WEIGHTS[seed % 3], summary=snapshot.summary())
     outcome: dict[str, bool] = {}
     for name, priority in SCORERS.items():
@@ -45,6 +48,12 @@ def _check(seed: int) -> dict[str, bool]:
         score_all = getattr(priority, "score_all", None)
         if score_all is not None:
             assert score_all(pod, infos, state, ctx) == per_node, name
+        normalize_values = getattr(priority, "normalize_values", None)
+        if normalize_values is not None:
+            by_name = priority.normalize({info.name: s for info, s in zip(infos, per_node, strict=True)}, state)
+            assert normalize_values(per_node, state) == [by_name[info.name] for info in infos], name
+        if name == "PodTopologySpread" and state is not None and state.ignored:
+            outcome["PodTopologySpread ignores candidates"] = True
         constant = getattr(priority, "constant", None)
         fixed = constant(pod, snapshot, infos, state, ctx) if constant is not None else None
         outcome[name] = fixed is not None
@@ -67,3 +76,5 @@ def test_the_random_pods_exercise_both_outcomes_of_constant() -> None:
     for name in ("NodeAffinity", "TaintToleration", "ImageLocality", "PodTopologySpread", "InterPodAffinity"):
         assert hits[(name, True)] > 0, name
         assert hits[(name, False)] > 0, name
+    # normalize_values is checked with candidates the spread leaves out, too
+    assert hits[("PodTopologySpread ignores candidates", True)] > 0
