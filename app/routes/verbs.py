@@ -10,6 +10,7 @@ from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
 
+from app.body_route import BodyRoute
 from app.errors import documented
 from app.responses import JSONAnswer
 from app.service import Scheduler
@@ -25,9 +26,9 @@ from app.wire import (
     HostPriority,
 )
 
-router = APIRouter(tags=["extender"], responses=documented(400, 413, 422, 503))
+router = APIRouter(tags=["extender"], responses=documented(400, 413, 422, 503), route_class=BodyRoute)
 # /v1/explain sits with the other operator endpoints: behind EXTENDER_OPERATOR_TOKEN, off with EXTENDER_OPERATOR_API.
-operator_router = APIRouter(tags=["extender"], responses=documented(400, 401, 413, 422, 503))
+operator_router = APIRouter(tags=["extender"], responses=documented(400, 401, 413, 422, 503), route_class=BodyRoute)
 
 
 def _scheduler(state: AppState) -> Scheduler:

@@ -30,6 +30,24 @@ def test_not_json_without_content_type(http: httpx.Client) -> None:
 
 
 @pytest.mark.parametrize("path", VERBS)
+def test_a_lone_surrogate_escape_is_not_json(http: httpx.Client, path: str) -> None:
+    """The body is parsed straight into its model by pydantic's parser, which refuses what is not
+    Unicode instead of passing a string no JSON encoder can write back."""
+    body = b'{"Pod": {"metadata": {"name": "p", "labels": {"app": "\\ud800"}}}, "NodeNames": []}'
+    r = http.post(path, content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 400
+    assert "not valid JSON" in r.json()["detail"]
+
+
+def test_integers_past_64_bits_stay_exact(http: httpx.Client) -> None:
+    """Read exactly, an out-of-range priority is reported as such (not rounded through a float)."""
+    body = b'{"Pod": {"metadata": {"name": "p"}, "spec": {"priority": 18446744073709551617}}, "NodeNames": []}'
+    r = http.post("/filter", content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 422
+    assert "Pod.spec.priority" in r.json()["detail"]
+
+
+@pytest.mark.parametrize("path", VERBS)
 def test_empty_body_is_400(http: httpx.Client, path: str) -> None:
     r = http.post(path, content=b"", headers={"content-type": "application/json"})
     assert r.status_code == 400
