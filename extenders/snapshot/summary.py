@@ -179,8 +179,9 @@ class ClusterSummary:
         found: dict[str, T] = entry[1]
         return found
 
-    def tally(self, key: Hashable, contribute: NodeContribution) -> Tally:
-        """Counts summed over every node's ``contribute(node)`` (see ``Tally``), cached under ``key``.
+    def tally(self, key: Hashable, contribute: NodeContribution, among: Iterable[NodeInfo] | None = None) -> Tally:
+        """Counts summed over every node's ``contribute(node)`` (see ``Tally``), cached under ``key``;
+        ``among``: the only nodes that can contribute anything, all a first count has to visit.
 
         Derived summaries hand a tally down with the names of the nodes that changed, and the first
         use subtracts those nodes' old parts and adds their new ones: a count over the whole cluster
@@ -196,7 +197,7 @@ class ClusterSummary:
                 found = found.patched(self.infos[positions[name]] for name in stale)
         else:
             found = Tally(contribute)
-            for info in self.infos:
+            for info in self.infos if among is None else among:
                 found.add(info.name, contribute(info))
             while len(tallies) >= _MAX_TALLIES:
                 del tallies[next(iter(tallies))]

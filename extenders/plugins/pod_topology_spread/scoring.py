@@ -16,18 +16,22 @@ the zone label form a domain of their own ('') in the zone weight, and pods on n
 label count towards that domain. A pod whose default selector is empty, or whose declared
 constraints are all DoNotSchedule, is skipped, i.e. contributes nothing: every node scores 0.
 
-Counting reads the nodes' label index (``extenders.snapshot.pod_query``), and only nodes
-holding a pod with the selector's indexed label are visited (``cluster_summary``).
+The counts per domain are a tally of the snapshot's summary, kept across snapshots and brought up
+to date from the changed nodes only; its key is everything the counts read (namespace, topology
+keys, what each constraint counts, the inclusion policies and what they read of the pod). A first
+count visits only the nodes holding a pod with the selectors' indexed labels.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import is_
 from typing import Any, cast
+
+import orjson
 
 from extenders.labels import (
     LabelMatcher,
@@ -39,14 +43,14 @@ from extenders.labels import (
     first_untolerated_taint,
     required_node_affinity_terms,
 )
-from extenders.model import NodeInfo, PodInfo
+from extenders.model import LabelKey, NodeInfo, PodInfo
 from extenders.plugins.framework import MAX_PRIORITY, ConstantScore, ScoringContext, summary_of
 from extenders.plugins.helper.default_selector import default_query
 from extenders.plugins.helper.normalize import constant
 from extenders.plugins.pod_topology_spread.selectors import constraint_selector, counts_nothing
 from extenders.snapshot import Snapshot
 from extenders.snapshot.pod_query import PodQuery, namespace_query
-from extenders.snapshot.summary import ClusterSummary, infos_named
+from extenders.snapshot.summary import ClusterSummary, Contribution, infos_named
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 ZONE_LABEL = "topology.kubernetes.io/zone"
@@ -63,6 +67,9 @@ class Constraint:
     honor_node_affinity: bool
     honor_taints: bool
     weight: float = 0.0  # log(number of candidate domains + 2), set in prepare
+    # What ``query`` counts, as a tally key part: the selector's canonical JSON, or the (memoised)
+    # default query object itself, whose identity then stands for its selector.
+    counted: object = None
 
 
 @dataclass(slots=True)
@@ -100,13 +107,15 @@ def soft_constraints(pod: PodInfo) -> list[Constraint]:
     for raw in pod.topology_spread:
         if raw.get("whenUnsatisfiable") != SCHEDULE_ANYWAY:
             continue
+        selector = constraint_selector(raw, pod.labels)
         out.append(
             Constraint(
                 topology_key=raw.get("topologyKey") or "",
                 max_skew=int(raw.get("maxSkew") or 1),
-                query=_compile(constraint_selector(raw, pod.labels), pod.namespace),
+                query=_compile(selector, pod.namespace),
                 honor_node_affinity=(raw.get("nodeAffinityPolicy") or HONOR) == HONOR,
                 honor_taints=(raw.get("nodeTaintsPolicy") or "Ignore") == HONOR,
+                counted=orjson.dumps(selector, option=orjson.OPT_SORT_KEYS),
             )
         )
     return out
@@ -116,8 +125,8 @@ def system_default_constraints(query: PodQuery) -> list[Constraint]:
     """kube-scheduler's default constraints (hostname maxSkew 3, zone maxSkew 5, ScheduleAnyway,
     the default inclusion policies) counting the pods ``query`` selects."""
     return [
-        Constraint(HOSTNAME_LABEL, 3, query, honor_node_affinity=True, honor_taints=False),
-        Constraint(ZONE_LABEL, 5, query, honor_node_affinity=True, honor_taints=False),
+        Constraint(HOSTNAME_LABEL, 3, query, honor_node_affinity=True, honor_taints=False, counted=query),
+        Constraint(ZONE_LABEL, 5, query, honor_node_affinity=True, honor_taints=False, counted=query),
     ]
 
 
@@ -135,6 +144,62 @@ def _has_all_keys(labels: Mapping[str, str], constraints: list[Constraint]) -> b
 def _required_affinity(pod: PodInfo) -> tuple[LabelMatcher, NodeMatcher | None]:
     terms = required_node_affinity_terms(pod.affinity)
     return compile_map_selector(pod.node_selector), (None if terms is None else compile_node_selector_terms(terms))
+
+
+def _tally_key(pod: PodInfo, state: SpreadState) -> tuple[Any, ...]:
+    """Everything ``_contribution`` reads besides the node: pods of one workload share it."""
+    constraints = state.constraints
+    honor_affinity = any(c.honor_node_affinity for c in constraints)
+    honor_taints = any(c.honor_taints for c in constraints)
+    eligibility = {
+        "nodeSelector": pod.node_selector if honor_affinity else None,
+        "nodeAffinity": pod.affinity.get("nodeAffinity") if honor_affinity else None,
+        "tolerations": pod.tolerations if honor_taints else None,
+    }
+    return (
+        "spread.score",
+        state.require_all,
+        tuple((c.topology_key, c.counted, c.honor_node_affinity, c.honor_taints) for c in constraints),
+        orjson.dumps(eligibility, option=orjson.OPT_SORT_KEYS),
+    )
+
+
+def _contribution(pod: PodInfo, state: SpreadState) -> Callable[[NodeInfo], Contribution]:
+    """One node's matching pods per counted constraint and domain, when the node passes the
+    constraint's inclusion policies: an item ``(constraint index, domain, "")`` per pod."""
+    node_selector, affinity = _required_affinity(pod)
+    constraints = state.constraints
+    require_all = state.require_all
+    tolerations = pod.tolerations
+
+    def contribution(info: NodeInfo) -> Contribution:
+        facts = info.node
+        if facts is None:
+            return ()
+        labels = facts.labels
+        if require_all and not _has_all_keys(labels, constraints):
+            return ()
+        out: list[tuple[Any, str, str]] = []
+        for index, c in enumerate(constraints):
+            query = c.query
+            key = c.topology_key
+            if key == HOSTNAME_LABEL or query is None:
+                continue
+            value = labels.get(key) if require_all else labels.get(key, "")
+            if value is None:
+                continue
+            if c.honor_node_affinity and not (
+                node_selector(labels) and (affinity is None or affinity(info.name, labels))
+            ):
+                continue
+            if c.honor_taints and first_untolerated_taint(facts.taints, tolerations, _DO_NOT_SCHEDULE_EFFECTS):
+                continue
+            matching = query.count(info, live_only=True)
+            if matching:
+                out.extend([(index, value, "")] * matching)
+        return tuple(out)
+
+    return contribution
 
 
 class TopologySpreadScorer:
@@ -187,38 +252,32 @@ class TopologySpreadScorer:
 
     @staticmethod
     def _count_domains(pod: PodInfo, snapshot: Snapshot, state: SpreadState, summary: ClusterSummary) -> None:
-        """Matching pods per candidate domain, over every node the constraints include."""
-        node_selector, affinity = _required_affinity(pod)
+        """Matching pods per candidate domain, over every node the constraints include: read from the
+        summary's tally of those counts per constraint (see ``_tally_key``)."""
+        counted = [
+            (i, c) for i, c in enumerate(state.constraints) if c.topology_key != HOSTNAME_LABEL and c.query is not None
+        ]
+        if not counted:
+            return
+        probes: set[LabelKey] | None = set()
+        for _, c in counted:
+            keys = cast(PodQuery, c.query).probe_keys
+            if keys is None or probes is None:
+                probes = None
+            else:
+                probes.update(keys)
+        # Only nodes holding a pod with one of the selectors' indexed labels can contribute.
+        among = None if probes is None else infos_named(snapshot.nodes, summary.names_with_any_label(probes))
+        tally = summary.tally(_tally_key(pod, state), _contribution(pod, state), among)
         counts = state.pair_counts
-        constraints = state.constraints
-        require_all = state.require_all
-        for c in constraints:
-            query = c.query
-            if c.topology_key == HOSTNAME_LABEL or query is None:
+        for i, c in counted:
+            per_value = tally.counts.get(i)
+            if not per_value:
                 continue
-            probes = query.probe_keys
-            infos: Iterable[NodeInfo] = snapshot.nodes.values()
-            if probes is not None:
-                # Only nodes holding a pod with one of the selector's indexed labels can count.
-                infos = infos_named(snapshot.nodes, summary.names_with_any_label(probes))
             key = c.topology_key
-            for info in infos:
-                facts = info.node
-                if facts is None:
-                    continue
-                labels = facts.labels
-                value = labels.get(key) if require_all else labels.get(key, "")
-                if value is None or (key, value) not in counts:
-                    continue
-                if require_all and not _has_all_keys(labels, constraints):
-                    continue
-                if c.honor_node_affinity and not (
-                    node_selector(labels) and (affinity is None or affinity(info.name, labels))
-                ):
-                    continue
-                if c.honor_taints and first_untolerated_taint(facts.taints, pod.tolerations, _DO_NOT_SCHEDULE_EFFECTS):
-                    continue
-                counts[(key, value)] += query.count(info, live_only=True)
+            for pair in counts:
+                if pair[0] == key:
+                    counts[pair] += per_value.get(pair[1], 0)
 
     def score(self, pod: PodInfo, node: NodeInfo, state: Any, ctx: ScoringContext) -> float:
         if state is None or node.node is None or node.name in state.ignored:

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import math
+import random
+from collections import Counter
 from typing import Any
 
 import pytest
 
-from extenders.model import ControllerInfo, NodeInfo, PodInfo, ServiceInfo
+from extenders.model import ControllerInfo, NodeFacts, NodeInfo, PodInfo, ServiceInfo, Taint
+from extenders.plugins.framework import ScoringContext
+from extenders.plugins.registry import SCORERS
+from extenders.snapshot import Snapshot
 from tests.unit.plugins.scoring import HOST, ZONE, run
 from tests.unit.plugins.spread import node, pod
 
@@ -233,3 +238,103 @@ def test_the_defaults_use_the_controllers_selector() -> None:
     by_controller, _ = run("PodTopologySpread", owned, candidates, extra, tables=tables)
     by_service, _ = run("PodTopologySpread", owned, candidates, extra, tables=WEB_SERVICE)
     assert by_controller == pytest.approx(by_service) and by_controller["n1"] > 0
+
+
+# ----------------------------------------------------------------- counts kept across snapshots
+SPREAD_APPS = ("a", "b")
+
+
+def _walk_pod(rng: random.Random, uid: str, node_name: str) -> PodInfo:
+    return PodInfo(
+        namespace=rng.choice(("ns1", "ns2")),
+        name=uid,
+        uid=uid,
+        labels={"app": rng.choice(SPREAD_APPS)},
+        node_name=node_name,
+        deletion_timestamp="2026-01-01T00:00:00Z" if rng.random() < 0.1 else None,
+    )
+
+
+def _walk_node(rng: random.Random, name: str, serial: list[int]) -> NodeInfo:
+    labels = {HOST: name, "disk": rng.choice(("ssd", "hdd"))}
+    if rng.random() < 0.85:
+        labels[ZONE] = rng.choice(("z1", "z2", "z3"))
+    taints = [Taint("dedicated", "x", "NoSchedule")] if rng.random() < 0.2 else []
+    pods = []
+    for _ in range(rng.randrange(4)):
+        serial[0] += 1
+        pods.append(_walk_pod(rng, f"p{serial[0]}", name))
+    return NodeInfo.build(name, NodeFacts(name=name, labels=labels, taints=taints), pods)
+
+
+def _walked_counts(snapshot: Snapshot, incoming: PodInfo, honor_affinity: bool, honor_taints: bool) -> Counter[str]:
+    """Live pods of the incoming pod's namespace labelled app=a per zone, over the nodes its
+    policies include: counted independently of the plug-in."""
+    counts: Counter[str] = Counter()
+    for info in snapshot.nodes.values():
+        facts = info.node
+        if facts is None or ZONE not in facts.labels:
+            continue
+        if honor_affinity and any(facts.labels.get(k) != v for k, v in incoming.node_selector.items()):
+            continue
+        if honor_taints and facts.taints:
+            continue
+        counts[facts.labels[ZONE]] += sum(
+            1
+            for p in info.pods.values()
+            if p.namespace == incoming.namespace and p.labels.get("app") == "a" and p.deletion_timestamp is None
+        )
+    return counts
+
+
+def test_domain_counts_follow_every_change_of_sealed_snapshots() -> None:
+    """The per-domain counts, kept in the summary's tally and patched from the changed nodes of each
+    new snapshot, equal a fresh count after every change, for every combination of policies."""
+    rng = random.Random(11)
+    serial = [0]
+    nodes = {f"n{i}": _walk_node(rng, f"n{i}", serial) for i in range(25)}
+    snapshot = Snapshot(nodes=nodes, sealed=True)
+    scorer = SCORERS["PodTopologySpread"]
+    compared = 0
+    for step in range(250):
+        for namespace, honor_affinity, honor_taints in [
+            ("ns1", True, False),
+            ("ns2", False, True),
+            ("ns1", False, False),
+        ]:
+            constraint = _constraint(
+                selector={"matchLabels": {"app": "a"}},
+                nodeAffinityPolicy="Honor" if honor_affinity else "Ignore",
+                nodeTaintsPolicy="Honor" if honor_taints else "Ignore",
+            )
+            incoming = PodInfo(
+                namespace=namespace,
+                name="in",
+                uid="in",
+                labels={"app": "a"},
+                node_selector={"disk": "ssd"},
+                topology_spread=[constraint],
+            )
+            candidates = list(snapshot.nodes.values())
+            state = scorer.prepare(incoming, snapshot, candidates, ScoringContext(resource_weights={"cpu": 1}, summary=snapshot.summary()))
+            walked = _walked_counts(snapshot, incoming, honor_affinity, honor_taints)
+            assert state.pair_counts == {pair: walked[pair[1]] for pair in state.pair_counts}, step
+            compared += sum(state.pair_counts.values())
+        changed = rng.choice(sorted(snapshot.nodes))
+        fresh = dict(snapshot.nodes)
+        roll = rng.random()
+        if roll < 0.1 and len(fresh) > 10:
+            del fresh[changed]  # the next summary starts over
+        elif roll < 0.15:
+            serial[0] += 1
+            changed = f"x{serial[0]}"
+            fresh[changed] = _walk_node(rng, changed, serial)
+        else:  # a node replaced: other pods, labels or taints
+            fresh[changed] = _walk_node(rng, changed, serial)
+        snapshot = Snapshot(
+            nodes=fresh,
+            sealed=True,
+            summary_seed=snapshot.seed(),
+            node_changes=snapshot.changes_since_seed([changed]),
+        )
+    assert compared > 1000
