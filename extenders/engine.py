@@ -491,43 +491,44 @@ def _fingerprints_of(infos: list[NodeInfo], families: tuple[str, ...]) -> list[t
 
 
 def _cached_raw(
-    scorer: Scorer,
+    members: list[tuple[Scorer, Any]],
     currents: list[tuple[Any, ...]],
     pod: PodInfo,
     infos: list[NodeInfo],
-    state: Any,
     ctx: ScoringContext,
     entries: dict[str, ScoreEntry],
     counts: ScoreCounts,
-) -> list[float]:
-    """``scorer``'s raw score on each of ``infos``: kept ones where the node's fingerprints (``currents``,
-    of the scorer's families) are unchanged, the rest computed in one ``score_all`` over just those
-    nodes and kept."""
-    out: list[float] = []
-    append = out.append
+) -> list[list[float]]:
+    """Each of ``members``' (scorers reading the same node parts, with their states) raw scores on
+    ``infos``: kept ones where the node's fingerprints (``currents``) are unchanged, the rest computed
+    in one ``score_all`` per scorer over just those nodes and kept. One lookup per node serves them all."""
+    rows: list[tuple[float, ...]] = []
+    append = rows.append
     missing: list[int] = []
     current_of: list[tuple[Any, ...]] = []
     for current, entry in zip(currents, map(entries.get, [info.name for info in infos]), strict=True):
         if entry is not None and (entry[0] is current or entry[0] == current):
             append(entry[1])
         else:
-            missing.append(len(out))
+            missing.append(len(rows))
             current_of.append(current)
-            append(0.0)
+            append(())
     if missing:
         subset = [infos[i] for i in missing]
-        score_all = scorer.score_all
-        if score_all is not None:
-            fresh = score_all(pod, subset, state, ctx)
-        else:
-            score = scorer.score
-            fresh = [score(pod, info, state, ctx) for info in subset]
-        for i, current, value in zip(missing, current_of, fresh, strict=True):
-            out[i] = value
-            entries[infos[i].name] = (current, value)
-    counts.reused += len(infos) - len(missing)
-    counts.computed += len(missing)
-    return out
+        columns: list[list[float]] = []
+        for scorer, state in members:
+            score_all = scorer.score_all
+            if score_all is not None:
+                columns.append(score_all(pod, subset, state, ctx))
+            else:
+                score = scorer.score
+                columns.append([score(pod, info, state, ctx) for info in subset])
+        for i, current, values in zip(missing, current_of, zip(*columns, strict=True), strict=True):
+            rows[i] = values
+            entries[infos[i].name] = (current, values)
+    counts.reused += (len(infos) - len(missing)) * len(members)
+    counts.computed += len(missing) * len(members)
+    return [list(column) for column in zip(*rows, strict=True)]
 
 
 def _score(
@@ -551,12 +552,29 @@ def _score(
     vetoed: set[str] | None = None  # None: the policy has no veto priority
     # (weight, each unique name's normalised score or None, the score when constant)
     contributions: list[tuple[int, list[float] | None, float]] = []
-    fingerprints_by_families: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}  # shared by the cached scorers
+    prepared: list[tuple[str, int, Scorer, Any, ConstantScore | None]] = []
     for prio_name, weight in weights:
         scorer = SCORERS[prio_name]
         state = scorer.prepare(pod, snapshot, infos, ctx)
         constant_of = scorer.constant
-        fixed: ConstantScore | None = constant_of(pod, snapshot, infos, state, ctx) if constant_of else None
+        prepared.append(
+            (prio_name, weight, scorer, state, constant_of(pod, snapshot, infos, state, ctx) if constant_of else None)
+        )
+    cached: dict[str, list[float]] = {}  # raw scores of the node-local scorers, through the class's memo
+    if memo is not None:
+        groups: dict[tuple[str, ...], list[tuple[str, Scorer, Any]]] = {}
+        for prio_name, _, scorer, state, fixed in prepared:
+            if fixed is None and scorer.node_families is not None:
+                groups.setdefault(scorer.node_families, []).append((prio_name, scorer, state))
+        for families, group in groups.items():
+            entries = memo.scores.get(key := "+".join(name for name, _, _ in group))
+            if entries is None:
+                entries = memo.scores[key] = {}
+            members = [(scorer, state) for _, scorer, state in group]
+            currents = _fingerprints_of(infos, families)
+            raws = _cached_raw(members, currents, pod, infos, ctx, entries, counts or ScoreCounts())
+            cached.update(zip([name for name, _, _ in group], raws, strict=True))
+    for prio_name, weight, scorer, state, fixed in prepared:
         if fixed is not None:
             raw_value, value = fixed
             if prio_name in VETO_SCORERS:
@@ -569,22 +587,14 @@ def _score(
                 for name in unique:
                     details[name][prio_name] = {"raw": raw_value, "score": value}
             continue
-        score_all = scorer.score_all
-        families = scorer.node_families
-        raw_values: list[float]
-        if memo is not None and families is not None:
-            entries = memo.scores.get(prio_name)
-            if entries is None:
-                entries = memo.scores[prio_name] = {}
-            currents = fingerprints_by_families.get(families)
-            if currents is None:
-                currents = fingerprints_by_families[families] = _fingerprints_of(infos, families)
-            raw_values = _cached_raw(scorer, currents, pod, infos, state, ctx, entries, counts or ScoreCounts())
-        elif score_all is not None:
-            raw_values = score_all(pod, infos, state, ctx)
-        else:
-            score = scorer.score
-            raw_values = [score(pod, info, state, ctx) for info in infos]
+        raw_values = cached.get(prio_name)
+        if raw_values is None:
+            score_all = scorer.score_all
+            if score_all is not None:
+                raw_values = score_all(pod, infos, state, ctx)
+            else:
+                score = scorer.score
+                raw_values = [score(pod, info, state, ctx) for info in infos]
         normalize_values = scorer.normalize_values
         if normalize_values is not None and not detail and len(unique) == len(names):
             values = normalize_values(raw_values, state)  # one name each: the lists line up with ``unique``

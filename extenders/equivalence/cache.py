@@ -32,7 +32,8 @@ class CacheConfig:
 # -1, its verdict): see extenders.engine._filter_cached
 FilterEntry = tuple[tuple[Any, ...], int, int, Verdict | None]
 # (the node's fingerprints of the scorer's families, its raw score): see extenders.engine._cached_raw
-ScoreEntry = tuple[tuple[Any, ...], float]
+# A node's fingerprints and the raw scores of a group of scorers reading the same node parts.
+ScoreEntry = tuple[tuple[Any, ...], tuple[float, ...]]
 
 
 class ClassMemo:
@@ -51,7 +52,7 @@ class ClassMemo:
         self.admitted = False
         self.seen: dict[str, int] = {}
         self.filter: dict[str, FilterEntry] = {}
-        self.scores: dict[str, dict[str, ScoreEntry]] = {}  # scorer name -> node name -> entry
+        self.scores: dict[str, dict[str, ScoreEntry]] = {}  # scorer group -> node name -> entry
 
     def entries(self) -> int:
         return len(self.filter) + sum(len(scores) for scores in self.scores.values())
