@@ -38,7 +38,7 @@ from extenders.labels import (
 )
 from extenders.model import NodeInfo, PodInfo
 from extenders.plugins.framework import FIT, SKIP, Verdict
-from extenders.plugins.pod_topology_spread.selectors import constraint_selector, counts_nothing
+from extenders.plugins.pod_topology_spread.selectors import constraint_selector, counts_nothing, eligibility_key
 from extenders.snapshot import Snapshot
 from extenders.snapshot.pod_query import PodQuery, namespace_query
 from extenders.snapshot.summary import Contribution
@@ -143,18 +143,11 @@ def _tally_key(pod: PodInfo, constraints: tuple[Constraint, ...]) -> tuple[Any, 
     """Everything the counts depend on, and nothing more (pods of one workload share it even when each
     has a label of its own): the namespace, each constraint's topology key, counted selector and
     inclusion policies, and what decides a node's eligibility under those policies."""
-    honor_affinity = any(c.honor_affinity for c in constraints)
-    honor_taints = any(c.honor_taints for c in constraints)
-    eligibility = {
-        "nodeSelector": pod.node_selector if honor_affinity else None,
-        "nodeAffinity": pod.affinity.get("nodeAffinity") if honor_affinity else None,
-        "tolerations": pod.tolerations if honor_taints else None,
-    }
     return (
         "spread.counts",
         pod.namespace,
         tuple((c.topology_key, c.selector_json, c.honor_affinity, c.honor_taints) for c in constraints),
-        orjson.dumps(eligibility, option=orjson.OPT_SORT_KEYS),
+        eligibility_key(pod, any(c.honor_affinity for c in constraints), any(c.honor_taints for c in constraints)),
     )
 
 

@@ -47,7 +47,7 @@ from extenders.model import LabelKey, NodeInfo, PodInfo
 from extenders.plugins.framework import MAX_PRIORITY, ConstantScore, ScoringContext, summary_of
 from extenders.plugins.helper.default_selector import default_query
 from extenders.plugins.helper.normalize import constant
-from extenders.plugins.pod_topology_spread.selectors import constraint_selector, counts_nothing
+from extenders.plugins.pod_topology_spread.selectors import constraint_selector, counts_nothing, eligibility_key
 from extenders.snapshot import Snapshot
 from extenders.snapshot.pod_query import PodQuery, namespace_query
 from extenders.snapshot.summary import ClusterSummary, Contribution, infos_named
@@ -149,18 +149,11 @@ def _required_affinity(pod: PodInfo) -> tuple[LabelMatcher, NodeMatcher | None]:
 def _tally_key(pod: PodInfo, state: SpreadState) -> tuple[Any, ...]:
     """Everything ``_contribution`` reads besides the node: pods of one workload share it."""
     constraints = state.constraints
-    honor_affinity = any(c.honor_node_affinity for c in constraints)
-    honor_taints = any(c.honor_taints for c in constraints)
-    eligibility = {
-        "nodeSelector": pod.node_selector if honor_affinity else None,
-        "nodeAffinity": pod.affinity.get("nodeAffinity") if honor_affinity else None,
-        "tolerations": pod.tolerations if honor_taints else None,
-    }
     return (
         "spread.score",
         state.require_all,
         tuple((c.topology_key, c.counted, c.honor_node_affinity, c.honor_taints) for c in constraints),
-        orjson.dumps(eligibility, option=orjson.OPT_SORT_KEYS),
+        eligibility_key(pod, any(c.honor_node_affinity for c in constraints), any(c.honor_taints for c in constraints)),
     )
 
 

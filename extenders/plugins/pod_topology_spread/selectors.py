@@ -1,9 +1,14 @@
-"""The selector a spread constraint counts pods with, shared by the filter and the score."""
+"""What a spread constraint counts, shared by the filter and the score: the selector, and what the
+node inclusion policies read of the pod (a part of the key of a tally of those counts)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+import orjson
+
+from extenders.model import PodInfo
 
 
 def constraint_selector(constraint: Mapping[str, Any], pod_labels: Mapping[str, str]) -> dict[str, Any] | None:
@@ -29,3 +34,13 @@ def counts_nothing(selector: Mapping[str, Any] | None) -> bool:
     """Whether kube-scheduler counts no pod with ``selector``: a missing one selects nothing, and an
     empty one (``{}``, everything) is skipped when counting, although the pod still matches it."""
     return selector is None or not (selector.get("matchLabels") or selector.get("matchExpressions"))
+
+
+def eligibility_key(pod: PodInfo, honor_affinity: bool, honor_taints: bool) -> bytes:
+    """The parts of ``pod`` that decide which nodes count under the inclusion policies, canonical."""
+    eligibility = {
+        "nodeSelector": pod.node_selector if honor_affinity else None,
+        "nodeAffinity": pod.affinity.get("nodeAffinity") if honor_affinity else None,
+        "tolerations": pod.tolerations if honor_taints else None,
+    }
+    return orjson.dumps(eligibility, option=orjson.OPT_SORT_KEYS)

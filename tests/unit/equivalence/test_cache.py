@@ -75,7 +75,7 @@ def test_the_entry_cap_drops_the_least_recently_used_classes() -> None:
     assert cache.memo(pod("c")) is memos["c"]
     alone = cache.memo(pod("d"))
     assert alone is not None
-    alone.scores["LeastRequested"] = {f"n{i}": ((), 1.0) for i in range(40)}
+    alone.scores["LeastRequested"] = {f"n{i}": ((), (1.0,)) for i in range(40)}
     cache.count("prioritize", reused=0, computed=40)
     # over the cap by itself: every other class goes, the one in use stays
     assert cache.classes == 1 and cache.memo(pod("d")) is alone

@@ -316,7 +316,8 @@ def test_domain_counts_follow_every_change_of_sealed_snapshots() -> None:
                 topology_spread=[constraint],
             )
             candidates = list(snapshot.nodes.values())
-            state = scorer.prepare(incoming, snapshot, candidates, ScoringContext(resource_weights={"cpu": 1}, summary=snapshot.summary()))
+            ctx = ScoringContext(resource_weights={"cpu": 1}, summary=snapshot.summary())
+            state = scorer.prepare(incoming, snapshot, candidates, ctx)
             walked = _walked_counts(snapshot, incoming, honor_affinity, honor_taints)
             assert state.pair_counts == {pair: walked[pair[1]] for pair in state.pair_counts}, step
             compared += sum(state.pair_counts.values())
