@@ -80,8 +80,8 @@ class Balancer:
             self._clients.discard(writer)
 
     def pin(self, port: int | None) -> None:
-        """Send every new connection to the backend on ``port`` only (refused there: the client's is
-        closed); ``None`` goes back to taking turns."""
+        """Send every new connection to the backend on ``port`` only (if it refuses, the client's
+        connection is closed); ``None`` goes back to taking turns."""
         index = None if port is None else [p for _, p in self.backends].index(port)
         self._loop.call_soon_threadsafe(setattr, self, "_pinned", index)
 

@@ -151,6 +151,7 @@ def _tally_key(pod: PodInfo, state: SpreadState) -> tuple[Any, ...]:
     constraints = state.constraints
     return (
         "spread.score",
+        pod.namespace,  # each selector is scoped to it
         state.require_all,
         tuple((c.topology_key, c.counted, c.honor_node_affinity, c.honor_taints) for c in constraints),
         eligibility_key(pod, any(c.honor_node_affinity for c in constraints), any(c.honor_taints for c in constraints)),

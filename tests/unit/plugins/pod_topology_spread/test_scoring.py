@@ -299,6 +299,7 @@ def test_domain_counts_follow_every_change_of_sealed_snapshots() -> None:
     for step in range(250):
         for namespace, honor_affinity, honor_taints in [
             ("ns1", True, False),
+            ("ns2", True, False),  # the same constraint from another namespace counts other pods
             ("ns2", False, True),
             ("ns1", False, False),
         ]:
