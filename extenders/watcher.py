@@ -39,6 +39,9 @@ from extenders.convert import (
 )
 from extenders.kube.client import PODGROUPS_PATH, GoneError, KubeApiError, KubeClient
 from extenders.kube.requeue import (
+    ERROR_RETRY_MAX_SECONDS,
+    ERROR_RETRY_PER_SECOND,
+    ERROR_RETRY_SECONDS,
     REFUSAL_WINDOW_SECONDS,
     REQUEUE_INTERVAL_SECONDS,
     PodRef,
@@ -183,6 +186,16 @@ _UNAVAILABLE = (401, 403, 404)
 
 
 @dataclass(slots=True)
+class ParkedOnError:
+    """A pod kube-scheduler parked after an attempt that failed on an error, and when to requeue it again."""
+
+    message: str
+    ref: PodRef
+    due: float
+    interval: float
+
+
+@dataclass(slots=True)
 class ResourceStats:
     lists: int = 0
     gone: int = 0
@@ -219,6 +232,7 @@ class Watcher:
         optional_recheck_seconds: float = 60.0,
         min_watch_seconds: float = 1.0,
         telemetry: Telemetry | None = None,
+        error_retry: tuple[float, float] = (ERROR_RETRY_SECONDS, ERROR_RETRY_MAX_SECONDS),
     ) -> None:
         self.kube = kube
         self.telemetry = telemetry or Telemetry()
@@ -236,7 +250,8 @@ class Watcher:
         self._required: set[str] = set()
         self.requeuer = Requeuer(kube)
         self._requeues: set[asyncio.Task[int]] = set()
-        self._errored: dict[str, str] = {}  # pod uid -> the error its requeue answered
+        self._errored: dict[str, ParkedOnError] = {}  # by pod uid
+        self.error_retry = error_retry  # (first interval, longest) between requeues of one parked pod
 
     async def run(self) -> None:
         """Feed the store until cancelled; raises FencedError when this term is over."""
@@ -249,6 +264,7 @@ class Watcher:
             for resource, ok in zip(OPTIONAL_RESOURCES, readable, strict=True):
                 if not ok:
                     group.create_task(self._await_readable(resource), name=f"watch-{resource.kind}-discovery")
+            group.create_task(self._requeue_errored_again(), name="requeue-errored")
 
     async def _readable(self, resource: Resource) -> bool:
         """An optional resource's probe: 401/403/404 mean "run without it" (a 401/403 warned once),
@@ -396,7 +412,8 @@ class Watcher:
             raise_if_cancelling()
             await self._write(ops[start : start + self.batch_size])
         if resource is PODS:
-            self._errored.clear()  # the list is the whole truth: forget pods gone meanwhile
+            for uid in self._errored.keys() - listed:  # gone meanwhile
+                del self._errored[uid]
             self._requeue_errored(listing.items)
         stats.resource_version = listing.resource_version
         log.info(
@@ -424,17 +441,22 @@ class Watcher:
         task.add_done_callback(self._requeues.discard)
 
     def _requeue_errored(self, pods: Sequence[dict[str, Any]], gone: Sequence[dict[str, Any]] = ()) -> None:
-        """Requeue pods whose last attempt ended on an error, once per distinct error: a repeat of
-        the same error makes no new event (kube-scheduler leaves the condition as it is)."""
+        """Requeue pods whose last attempt ended on an error, at once for each new error; a repeat of
+        the same error makes no new event (kube-scheduler leaves the condition as it is), so those are
+        requeued again on a backoff (``_requeue_errored_again``)."""
         due: list[PodRef] = []
+        first = self.error_retry[0]
         for obj in pods:
             try:
                 uid, message = _pod_uid(obj), scheduling_error(obj)
                 if message is None:
                     self._errored.pop(uid, None)
-                elif self._errored.get(uid) != message:
-                    self._errored[uid] = message
-                    due.append((uid, object_key(obj)))
+                    continue
+                parked = self._errored.get(uid)
+                if parked is None or parked.message != message:
+                    ref = (uid, object_key(obj))
+                    self._errored[uid] = ParkedOnError(message, ref, time.monotonic() + first, first)
+                    due.append(ref)
             except (KeyError, TypeError, ValueError):
                 continue  # a malformed pod: its write already logged it
         for obj in gone:
@@ -442,6 +464,23 @@ class Watcher:
                 self._errored.pop(_pod_uid(obj), None)
         if due:
             self._requeue(due, "its scheduling attempt failed on an error")
+
+    async def _requeue_errored_again(self) -> None:
+        """Requeue the pods still parked on the same error when their backoff is due."""
+        first, longest = self.error_retry
+        while True:
+            await asyncio.sleep(min(first, 1.0))  # so at most ERROR_RETRY_PER_SECOND a second
+            now = time.monotonic()
+            due: list[PodRef] = []
+            for parked in self._errored.values():
+                if parked.due <= now:
+                    parked.interval = min(parked.interval * 2, longest)
+                    parked.due = now + parked.interval
+                    due.append(parked.ref)
+                    if len(due) >= ERROR_RETRY_PER_SECOND:
+                        break
+            if due:
+                self._requeue(due, "its scheduling attempt failed on the same error again")
 
     @staticmethod
     def _identity_meta(resource: Resource, key: str, rv: str) -> dict[str, str]:

@@ -32,6 +32,14 @@ REQUEUE_INTERVAL_SECONDS = 10.0
 
 # PodScheduled's reason when kube-scheduler's attempt failed on an error rather than a refusal.
 SCHEDULER_ERROR = "SchedulerError"
+# A pod still parked on the same error (kube-scheduler writes nothing when an error repeats, e.g.
+# through a Redis outage) is requeued again after this long, then twice as long each time, up to
+# the maximum: short of kube-scheduler's own five-minute flush, and sparing the API server.
+ERROR_RETRY_SECONDS = 15.0
+ERROR_RETRY_MAX_SECONDS = 240.0
+# At most this many such requeues a second: many pods failing for good (a broken scheduler profile)
+# must not become a stream of writes; they then fall back to kube-scheduler's own flush.
+ERROR_RETRY_PER_SECOND = 20
 
 # A pod to requeue: (uid, namespace/name); the uid guards against a pod recreated under the name.
 PodRef = tuple[str, str]

@@ -42,10 +42,12 @@ class Feed:
         self.watcher: Watcher | None = None
         self.task: asyncio.Task[None] | None = None
 
-    async def start(self) -> Watcher:
+    async def start(self, **options: Any) -> Watcher:
         attempt = await self.store.acquire_lease("test#0", 60)
         assert attempt.lease is not None
-        self.watcher = Watcher(self.kube, self.store, attempt.lease.epoch, backoff_initial=0.05, backoff_max=0.5)
+        self.watcher = Watcher(
+            self.kube, self.store, attempt.lease.epoch, backoff_initial=0.05, backoff_max=0.5, **options
+        )
         self.task = asyncio.create_task(self.watcher.run())
         return self.watcher
 
@@ -396,6 +398,31 @@ async def test_pods_whose_attempt_failed_on_an_error_are_requeued_once_per_error
     await asyncio.sleep(0.3)  # room for a wrong fourth requeue to show
     assert watcher.requeuer.requeued == 3 and stamp("watched") != first
     assert stamp("refused") is None
+
+
+async def test_a_pod_parked_on_the_same_error_is_requeued_again_on_a_backoff(fake_kube: FakeKube, feed: Feed) -> None:
+    """kube-scheduler writes nothing when an attempt fails again with the same error (a long Redis
+    outage), so no event says the pod is still parked: it is requeued again, each time later, until its
+    condition changes."""
+    client = fake_kube.client
+    client.create(make_pod("stuck"))
+    client.patch("Pod", "stuck", attempt_failed("SchedulerError", "shared state unavailable"), status=True)
+    watcher = await feed.start(error_retry=(0.2, 0.4))
+
+    async def requeued(count: int) -> bool:
+        return watcher.requeuer.requeued >= count
+
+    started = asyncio.get_running_loop().time()
+    await eventually(lambda: requeued(1))
+    await eventually(lambda: requeued(4), timeout=5)  # again after 0.2 s, then every 0.4 s
+    took = asyncio.get_running_loop().time() - started
+    assert took >= 0.2 + 0.4 + 0.4 - 0.1, f"four requeues within {took:.2f}s: no backoff"
+    client.patch("Pod", "stuck", attempt_failed("Unschedulable", "0/3 nodes are available"), status=True)
+    await eventually(lambda: feed.store.synced())  # the watch is live
+    await asyncio.sleep(0.3)  # the refusal's event has been applied by now
+    settled = watcher.requeuer.requeued
+    await asyncio.sleep(1.0)
+    assert watcher.requeuer.requeued == settled, "a refused pod is kube-scheduler's to retry"
 
 
 async def test_bind_pod_outcomes(fake_kube: FakeKube, kube: KubeClient) -> None:
