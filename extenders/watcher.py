@@ -469,7 +469,7 @@ class Watcher:
         """Requeue the pods still parked on the same error when their backoff is due."""
         first, longest = self.error_retry
         while True:
-            await asyncio.sleep(min(first, 1.0))  # so at most ERROR_RETRY_PER_SECOND a second
+            await asyncio.sleep(min(first, 1.0))  # a pass a second (more often only in tests)
             now = time.monotonic()
             due: list[PodRef] = []
             for parked in self._errored.values():
