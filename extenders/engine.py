@@ -495,6 +495,7 @@ def _cached_raw(
     currents: list[tuple[Any, ...]],
     pod: PodInfo,
     infos: list[NodeInfo],
+    names: list[str],
     ctx: ScoringContext,
     entries: dict[str, ScoreEntry],
     counts: ScoreCounts,
@@ -506,7 +507,7 @@ def _cached_raw(
     append = rows.append
     missing: list[int] = []
     current_of: list[tuple[Any, ...]] = []
-    for current, entry in zip(currents, map(entries.get, [info.name for info in infos]), strict=True):
+    for current, entry in zip(currents, map(entries.get, names), strict=True):
         if entry is not None and (entry[0] is current or entry[0] == current):
             append(entry[1])
         else:
@@ -525,7 +526,7 @@ def _cached_raw(
                 columns.append([score(pod, info, state, ctx) for info in subset])
         for i, current, values in zip(missing, current_of, zip(*columns, strict=True), strict=True):
             rows[i] = values
-            entries[infos[i].name] = (current, values)
+            entries[names[i]] = (current, values)
     counts.reused += (len(infos) - len(missing)) * len(members)
     counts.computed += len(missing) * len(members)
     return [list(column) for column in zip(*rows, strict=True)]
@@ -572,7 +573,7 @@ def _score(
                 entries = memo.scores[key] = {}
             members = [(scorer, state) for _, scorer, state in group]
             currents = _fingerprints_of(infos, families)
-            raws = _cached_raw(members, currents, pod, infos, ctx, entries, counts or ScoreCounts())
+            raws = _cached_raw(members, currents, pod, infos, names, ctx, entries, counts or ScoreCounts())
             cached.update(zip([name for name, _, _ in group], raws, strict=True))
     for prio_name, weight, scorer, state, fixed in prepared:
         if fixed is not None:

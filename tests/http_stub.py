@@ -1,8 +1,18 @@
-"""A canned-answer HTTP handler for tests that probe a server: one path answers, every other fails."""
+"""Small stdlib HTTP handlers for tests: a canned answer per path, and the one way they all reply."""
 
 from __future__ import annotations
 
 import http.server
+
+
+def reply(handler: http.server.BaseHTTPRequestHandler, status: int, body: bytes, content_type: str = "") -> None:
+    """Send ``body`` with ``status`` and its length (and ``content_type`` when given)."""
+    handler.send_response(status)
+    if content_type:
+        handler.send_header("Content-Type", content_type)
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
 
 
 def one_path_handler(
@@ -12,11 +22,7 @@ def one_path_handler(
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            status, body = ok if self.path == path else other
-            self.send_response(status)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            reply(self, *(ok if self.path == path else other))
 
         def log_message(self, format: str, *args: object) -> None:
             pass

@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 
 from app.embedded_redis import free_port
+from tests.http_stub import reply
 
 
 @dataclass
@@ -99,12 +100,7 @@ class RecordingExtender:
                     status = 200
                 else:
                     answer, status = {"Error": f"unexpected verb {self.path}"}, 404
-                data = json.dumps(answer).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                reply(self, status, json.dumps(answer).encode(), "application/json")
 
             def log_message(self, format: str, *args: Any) -> None:
                 return

@@ -161,10 +161,10 @@ def _tally_key(pod: PodInfo, state: SpreadState) -> tuple[Any, ...]:
 def _contribution(pod: PodInfo, state: SpreadState) -> Callable[[NodeInfo], Contribution]:
     """One node's matching pods per counted constraint and domain, when the node passes the
     constraint's inclusion policies: an item ``(constraint index, domain, "")`` per pod."""
-    node_selector, affinity = _required_affinity(pod)
     constraints = state.constraints
     require_all = state.require_all
     tolerations = pod.tolerations
+    matchers: list[tuple[LabelMatcher, NodeMatcher | None]] = []  # compiled on first use: a cached tally needs none
 
     def contribution(info: NodeInfo) -> Contribution:
         facts = info.node
@@ -182,10 +182,12 @@ def _contribution(pod: PodInfo, state: SpreadState) -> Callable[[NodeInfo], Cont
             value = labels.get(key) if require_all else labels.get(key, "")
             if value is None:
                 continue
-            if c.honor_node_affinity and not (
-                node_selector(labels) and (affinity is None or affinity(info.name, labels))
-            ):
-                continue
+            if c.honor_node_affinity:
+                if not matchers:
+                    matchers.append(_required_affinity(pod))
+                node_selector, affinity = matchers[0]
+                if not (node_selector(labels) and (affinity is None or affinity(info.name, labels))):
+                    continue
             if c.honor_taints and first_untolerated_taint(facts.taints, tolerations, _DO_NOT_SCHEDULE_EFFECTS):
                 continue
             matching = query.count(info, live_only=True)
