@@ -22,6 +22,7 @@ from app.state import AppState
 from extenders.binding.service import BindService
 from extenders.equivalence import CacheConfig, EquivalenceCache
 from extenders.equivalence.metrics import EquivalenceCollector
+from extenders.equivalence.shared import SharedConfig, SharedTier
 from extenders.gang import DEFAULT_LABELS, GangConfig, GangService, parse_label_pairs
 from extenders.instrumented_redis import InstrumentedRedis
 from extenders.kube.events import EventLimits
@@ -101,7 +102,7 @@ def create_app(settings: Settings | None = None, *, redis_embedded: bool = False
             ttl_seconds=settings.equivalence_cache_ttl_seconds,
         )
     )
-    state.metrics.registry.register(EquivalenceCollector(state.equivalence))
+    state.metrics.registry.register(EquivalenceCollector(state.equivalence, lambda: state.shared))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -118,14 +119,28 @@ def create_app(settings: Settings | None = None, *, redis_embedded: bool = False
         for work in state.gangs.leader_work():
             state.runtime.add_leader_work(work)
         binds = BindService(state.gangs, state.policy)
-        state.scheduler = Scheduler(state.runtime, state.policy, state.gangs, binds, state.equivalence)
+        state.shared = SharedTier(
+            state.redis,
+            settings.redis_prefix,
+            state.policy,
+            state.equivalence,
+            SharedConfig(
+                enabled=settings.equivalence_cache_shared,
+                max_classes=settings.equivalence_cache_classes,
+                ttl_seconds=settings.equivalence_cache_ttl_seconds,
+            ),
+        )
+        state.scheduler = Scheduler(state.runtime, state.policy, state.gangs, binds, state.equivalence, state.shared)
         await state.runtime.start()
         await state.gangs.start()
         await binds.start()
+        if state.shared.enabled:
+            await state.shared.start()
         log.info("replica %s serving with Redis prefix %r", settings.replica_id, settings.redis_prefix)
         try:
             yield
         finally:
+            await state.shared.stop()
             await binds.stop()
             await state.gangs.stop()
             await state.runtime.stop()

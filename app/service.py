@@ -19,6 +19,7 @@ from app.wire import ExplainArgs, ExtenderArgs, ExtenderBindingArgs, ExtenderPre
 from extenders import convert, engine
 from extenders.binding.service import BindService
 from extenders.equivalence import EquivalenceCache
+from extenders.equivalence.shared import SharedTier
 from extenders.gang import GangService
 from extenders.kube.requeue import REFUSAL_WINDOW_SECONDS, REQUEUE_INTERVAL_SECONDS, Requeuer
 from extenders.logs import log_fields
@@ -71,10 +72,13 @@ class Scheduler:
         gangs: GangService,
         binds: BindService,
         equivalence: EquivalenceCache | None = None,
+        shared: SharedTier | None = None,
     ) -> None:
+        """``shared``: the equivalence cache's tier in Redis (None: this replica's memory only)."""
         self.runtime = runtime
         self.policy = policy
         self.equivalence = equivalence or EquivalenceCache()
+        self.shared = shared if shared is not None and shared.enabled else None
         self.gangs = gangs
         self.binds = binds
         self.requeuer = Requeuer(runtime.kube) if runtime.kube is not None else None
@@ -129,15 +133,19 @@ class Scheduler:
                 return self._filter_answer(args, [], {}, {}, str(exc))
             except (RedisError, OSError) as exc:
                 return self._filter_answer(args, [], {}, {}, f"gang state unavailable (Redis: {exc})")
+            memo = self.equivalence.memo(pod, "filter")
+            if memo is not None and self.shared is not None:
+                await self.shared.prepare(memo, "filter", names)
             try:
-                memo = self.equivalence.memo(pod, "filter")
                 view = engine.without_own_reservation(snap, pod, names)
                 result = engine.filter_nodes(self.policy, pod, view, names, memo)
             except Exception as exc:  # a bug must fail this pod's cycle, not the HTTP request
                 log.exception("filter failed for %s", pod.key)
                 return self._filter_answer(args, [], {}, {}, f"internal error evaluating {pod.key}: {exc!r}")
             if memo is not None:
-                self.equivalence.count("filter", result.reused, result.computed)
+                self.equivalence.count("filter", result.reused, result.computed, result.shared)
+                if self.shared is not None:
+                    self.shared.collect(memo)
             if result.passing:
                 try:
                     verdict = await self.gangs.filter(pod, snap, result.passing)
@@ -197,8 +205,10 @@ class Scheduler:
                 # kube-scheduler ignores prioritize errors; neutral scores keep it going.
                 log.warning("prioritize answered neutral scores: snapshot unavailable")
                 return [{"Host": n, "Score": 0} for n in names]
+            memo = self.equivalence.memo(pod, "prioritize")
+            if memo is not None and self.shared is not None:
+                await self.shared.prepare(memo, "prioritize", names)
             try:
-                memo = self.equivalence.memo(pod, "prioritize")
                 counts = engine.ScoreCounts()
                 view = engine.without_own_reservation(snap, pod, names)
                 scores = engine.prioritize_nodes(self.policy, pod, view, names, memo, counts)
@@ -207,7 +217,9 @@ class Scheduler:
                 scores = [(n, 0) for n in names]
             else:
                 if memo is not None:
-                    self.equivalence.count("prioritize", counts.reused, counts.computed)
+                    self.equivalence.count("prioritize", counts.reused, counts.computed, counts.shared)
+                    if self.shared is not None:
+                        self.shared.collect(memo)
             return [{"Host": h, "Score": s} for h, s in scores]
 
     async def preempt(self, args: ExtenderPreemptionArgs) -> dict[str, Any]:

@@ -92,6 +92,11 @@ class Settings(BaseSettings):
     equivalence_cache_ttl_seconds: float = Field(
         default=300.0, gt=0, description="a class unused this long is dropped from the cache"
     )
+    equivalence_cache_shared: bool = Field(
+        default=False,
+        description="share computed verdicts and raw scores through Redis, for replicas meeting a class "
+        "they hold nothing of (same cap and TTL there); off: measured slower than computing them",
+    )
     events: bool = Field(default=True, description="write Kubernetes Events about gangs and failed binds")
     events_qps: float = Field(default=10.0, gt=0, description="Event writes per second to the API server, at most")
     events_burst: int = Field(default=50, ge=1, description="Event writes allowed in a burst above events_qps")

@@ -12,6 +12,7 @@ from app.metrics import Metrics
 from app.service import Scheduler
 from app.settings import Settings
 from extenders.equivalence import EquivalenceCache
+from extenders.equivalence.shared import SharedTier
 from extenders.gang import GangService
 from extenders.policy import Policy
 from extenders.redis_connect import RedisPool
@@ -29,6 +30,7 @@ class AppState:
     scheduler: Scheduler | None = None
     gangs: GangService | None = None
     equivalence: EquivalenceCache = field(default_factory=EquivalenceCache)
+    shared: SharedTier | None = None  # the equivalence cache's tier in Redis, once the lifespan started
     # True when settings.redis_url is the private redis-server python -m app started (for /readyz).
     redis_embedded: bool = False
 

@@ -14,6 +14,7 @@ default; ``--equivalence-cache off``) filter reuses node-local verdicts after th
 
     python bench/bench_http_filter.py [--nodes 5000] [--pods-per-node 20] [--candidates 500]
         [--iterations 300] [--warmup 30] [--prioritize-on candidates|passing] [--equivalence-cache on|off]
+        [--shared on|off]
 
 Uses $REDIS_URL when set (its keys are removed afterwards), else a private redis-server.
 Prints one JSON object.
@@ -304,6 +305,7 @@ async def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
             "EXTENDER_KUBE_MODE": "off",
             "EXTENDER_LOG_LEVEL": "warning",
             "EXTENDER_EQUIVALENCE_CACHE": "true" if args.equivalence_cache == "on" else "false",
+            "EXTENDER_EQUIVALENCE_CACHE_SHARED": "true" if args.shared == "on" else "false",
         }
         replica = ServerProcess(env, "bench-http")
         replica.wait_ready(timeout=180.0)  # a 100k-pod snapshot takes a while to load
@@ -342,6 +344,7 @@ async def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
         "warmup": args.warmup,
         "replicas": 1,
         "equivalence_cache": args.equivalence_cache,
+        "shared_tier": args.shared,
         "load_cluster_into_redis_seconds": round(load_seconds, 3),
         "replica_start_to_ready_seconds": round(ready_seconds, 3),
         "replica_rss_mb": {"when_ready": rss_ready_mb, "after_both_scenarios": rss_mb},
@@ -384,6 +387,9 @@ def main() -> int:
     )
     parser.add_argument(
         "--equivalence-cache", choices=("on", "off"), default="on", help="the replica's equivalence cache (filter)"
+    )
+    parser.add_argument(
+        "--shared", choices=("on", "off"), default="off", help="the equivalence cache's shared tier in Redis"
     )
     args = parser.parse_args()
     if not 0 < args.candidates <= args.nodes:

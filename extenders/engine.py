@@ -30,7 +30,8 @@ from itertools import compress, repeat
 from operator import add, lt, mul, truediv
 from typing import Any
 
-from extenders.equivalence import ClassMemo, ScoreEntry, fingerprint_key, fingerprints
+from extenders.equivalence import FILTER, ClassMemo, digests, fingerprint_key, fingerprints
+from extenders.equivalence.packing import layout_tag, unpack_filter, unpack_scores
 from extenders.labels import SelectorError
 from extenders.model import NodeInfo, PodInfo
 from extenders.plugins.framework import MAX_PRIORITY, SKIP, ConstantScore, Filter, Scorer, ScoringContext, Verdict
@@ -53,6 +54,7 @@ class FilterResult:
     unresolvable: dict[str, str] = field(default_factory=dict)
     reused: int = 0  # nodes whose node-local verdict came from the equivalence cache
     computed: int = 0  # nodes evaluated afresh while the cache was in use
+    shared: int = 0  # of ``reused``, verdicts another replica computed (the shared tier)
 
 
 @dataclass(slots=True)
@@ -76,6 +78,7 @@ class _Layout:
     local: list[tuple[CheckFn, Any, int]]
     cross: list[tuple[int, CheckFn, Any]]
     key: str  # where a node keeps its fingerprints of ``families``
+    tag: int  # the layout's steps and families, for entries shared between replicas
 
 
 def _invalid_check(pod: PodInfo, node: NodeInfo, state: Any) -> Verdict:
@@ -204,14 +207,19 @@ class PreparedPod:
             local: list[tuple[CheckFn, Any, int]] = []
             cross: list[tuple[int, CheckFn, Any]] = []
             by_name = {step.name: step for step in self.steps}
+            signature: list[str] = []
             for name, check, state in self._active:
                 reads = by_name[name].filter.node_families
                 if reads is None:
                     cross.append((len(local), check, state))
+                    signature.append(f"cross:{name}")
                     continue
                 families.extend(f for f in reads if f not in families)
                 local.append((check, state, len(families)))
-            self._layout = _Layout(tuple(families), local, cross, fingerprint_key(tuple(families)))
+                signature.append(f"local:{name}:{len(families)}")
+            signature.append("families:" + ",".join(families))
+            key = fingerprint_key(tuple(families))
+            self._layout = _Layout(tuple(families), local, cross, key, layout_tag("|".join(signature)))
         return self._layout
 
     def failures(self, node: NodeInfo | None) -> list[Verdict]:
@@ -377,7 +385,9 @@ def _filter_cached(prepared: PreparedPod, node_names: Iterable[str], memo: Class
     A memo entry is ``(fingerprints, known, failed_at, verdict)``: the node's fingerprints when it
     was evaluated, how many of them the verdict rests on, the position of the first failing local
     step (-1: none) and its verdict. The steps that read other nodes run on every call, in policy
-    order: those before the failing local step, or all of them when the node passed.
+    order: those before the failing local step, or all of them when the node passed. A node the
+    memo has no valid entry for may have one from another replica (``memo.shared``), taken when the
+    digests it carries are the node's; what is computed goes to ``memo.outbox`` when there is one.
     """
     result = FilterResult()
     passing, failed, unresolvable = result.passing, result.failed, result.unresolvable
@@ -385,10 +395,12 @@ def _filter_cached(prepared: PreparedPod, node_names: Iterable[str], memo: Class
     pod = prepared.pod
     uid = pod.uid
     layout = prepared.layout()
-    families, key, local, cross = layout.families, layout.key, layout.local, layout.cross
+    families, key, local, cross, tag = layout.families, layout.key, layout.local, layout.cross, layout.tag
     everything = len(local)
     entries = memo.filter
-    reused = total = 0
+    shared = memo.shared.get(FILTER)
+    outbox = memo.outbox
+    reused = total = from_shared = 0
     for name in node_names:
         total += 1
         node = nodes.get(name)
@@ -407,6 +419,15 @@ def _filter_cached(prepared: PreparedPod, node_names: Iterable[str], memo: Class
             ):
                 reused += 1
                 failed_at, verdict = entry[2], entry[3]
+            elif (
+                shared
+                and (blob := shared.pop(name, None)) is not None
+                and (taken := unpack_filter(blob, tag, digests(node, families)))
+            ):
+                reused += 1
+                from_shared += 1
+                known, failed_at, verdict = taken
+                entries[name] = (current, known, failed_at, verdict)
             else:
                 failed_at, verdict, known = -1, None, len(families)
                 for position, (check, state, reads) in enumerate(local):
@@ -415,6 +436,8 @@ def _filter_cached(prepared: PreparedPod, node_names: Iterable[str], memo: Class
                         failed_at, verdict, known = position, outcome, reads
                         break
                 entries[name] = (current, known, failed_at, verdict)
+                if outbox is not None:
+                    outbox.append((FILTER, name, node, families, (tag, known, failed_at, verdict)))
             if cross:
                 limit = everything if failed_at < 0 else failed_at
                 for before, check, state in cross:
@@ -430,7 +453,7 @@ def _filter_cached(prepared: PreparedPod, node_names: Iterable[str], memo: Class
             unresolvable[name] = verdict.reason
         else:
             failed[name] = verdict.reason
-    result.reused, result.computed = reused, total - reused
+    result.reused, result.computed, result.shared = reused, total - reused, from_shared
     return result
 
 
@@ -477,6 +500,7 @@ class ScoreCounts:
 
     reused: int = 0
     computed: int = 0
+    shared: int = 0  # of ``reused``, those another replica computed (the shared tier)
 
 
 def _fingerprints_of(infos: list[NodeInfo], families: tuple[str, ...]) -> list[tuple[Any, ...]]:
@@ -490,28 +514,52 @@ def _fingerprints_of(infos: list[NodeInfo], families: tuple[str, ...]) -> list[t
     return out
 
 
+@dataclass(slots=True)
+class _Group:
+    """Scorers reading the same node parts, cached together: one entry per node holds all their raw
+    scores. ``key`` names the group in the class's memo (and in the shared tier)."""
+
+    key: str
+    families: tuple[str, ...]
+    members: list[tuple[Scorer, Any]]  # (scorer, its state for this pod)
+
+
 def _cached_raw(
-    members: list[tuple[Scorer, Any]],
+    group: _Group,
     currents: list[tuple[Any, ...]],
     pod: PodInfo,
     infos: list[NodeInfo],
     names: list[str],
     ctx: ScoringContext,
-    entries: dict[str, ScoreEntry],
+    memo: ClassMemo,
     counts: ScoreCounts,
 ) -> list[list[float]]:
-    """Each of ``members``' (scorers reading the same node parts, with their states) raw scores on
-    ``infos``: kept ones where the node's fingerprints (``currents``) are unchanged, the rest computed
-    in one ``score_all`` per scorer over just those nodes and kept. One lookup per node serves them all."""
+    """Each of the group's scorers' raw scores on ``infos``: kept ones where the node's fingerprints
+    (``currents``) are unchanged, then valid ones another replica stored (``memo.shared``), the rest
+    computed in one ``score_all`` per scorer over just those nodes, kept, and handed to
+    ``memo.outbox`` when there is one. One lookup per node serves the whole group."""
+    members = group.members
+    entries = memo.scores.get(group.key)
+    if entries is None:
+        entries = memo.scores[group.key] = {}
+    shared = memo.shared.get(group.key)
     rows: list[tuple[float, ...]] = []
     append = rows.append
     missing: list[int] = []
     current_of: list[tuple[Any, ...]] = []
-    for current, entry in zip(currents, map(entries.get, names), strict=True):
+    for i, (current, entry) in enumerate(zip(currents, map(entries.get, names), strict=True)):
         if entry is not None and (entry[0] is current or entry[0] == current):
             append(entry[1])
+        elif (
+            shared
+            and (blob := shared.pop(names[i], None)) is not None
+            and (values := unpack_scores(blob, len(members), digests(infos[i], group.families))) is not None
+        ):
+            append(values)
+            entries[names[i]] = (current, values)
+            counts.shared += len(members)
         else:
-            missing.append(len(rows))
+            missing.append(i)
             current_of.append(current)
             append(())
     if missing:
@@ -524,12 +572,31 @@ def _cached_raw(
             else:
                 score = scorer.score
                 columns.append([score(pod, info, state, ctx) for info in subset])
+        outbox = memo.outbox
         for i, current, values in zip(missing, current_of, zip(*columns, strict=True), strict=True):
             rows[i] = values
             entries[names[i]] = (current, values)
+            if outbox is not None:
+                outbox.append((group.key, names[i], infos[i], group.families, values))
     counts.reused += (len(infos) - len(missing)) * len(members)
     counts.computed += len(missing) * len(members)
     return [list(column) for column in zip(*rows, strict=True)]
+
+
+def group_key(priorities: Iterable[str]) -> str:
+    """The memo's name of a group of cached scorers."""
+    return "+".join(priorities)
+
+
+def score_groups(policy: Policy) -> list[str]:
+    """The keys of the scorer groups the policy's prioritize may cache (a scorer that turns out
+    constant for a pod leaves its group, whose key then differs): what the shared tier fetches."""
+    by_families: dict[tuple[str, ...], list[str]] = {}
+    for prio_name, _weight in policy.priority_weights:
+        families = SCORERS[prio_name].node_families
+        if families is not None:
+            by_families.setdefault(families, []).append(prio_name)
+    return [group_key(names) for names in by_families.values()]
 
 
 def _score(
@@ -563,18 +630,15 @@ def _score(
         )
     cached: dict[str, list[float]] = {}  # raw scores of the node-local scorers, through the class's memo
     if memo is not None:
-        groups: dict[tuple[str, ...], list[tuple[str, Scorer, Any]]] = {}
+        by_families: dict[tuple[str, ...], list[tuple[str, Scorer, Any]]] = {}
         for prio_name, _, scorer, state, fixed in prepared:
             if fixed is None and scorer.node_families is not None:
-                groups.setdefault(scorer.node_families, []).append((prio_name, scorer, state))
-        for families, group in groups.items():
-            entries = memo.scores.get(key := "+".join(name for name, _, _ in group))
-            if entries is None:
-                entries = memo.scores[key] = {}
-            members = [(scorer, state) for _, scorer, state in group]
+                by_families.setdefault(scorer.node_families, []).append((prio_name, scorer, state))
+        for families, members in by_families.items():
+            group = _Group(group_key(name for name, _, _ in members), families, [(s, st) for _, s, st in members])
             currents = _fingerprints_of(infos, families)
-            raws = _cached_raw(members, currents, pod, infos, names, ctx, entries, counts or ScoreCounts())
-            cached.update(zip([name for name, _, _ in group], raws, strict=True))
+            raws = _cached_raw(group, currents, pod, infos, names, ctx, memo, counts or ScoreCounts())
+            cached.update(zip([name for name, _, _ in members], raws, strict=True))
     for prio_name, weight, scorer, state, fixed in prepared:
         if fixed is not None:
             raw_value, value = fixed

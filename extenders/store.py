@@ -33,6 +33,7 @@ node is refused, see ``extenders/redis_connect.py`` and docs/ARCHITECTURE.md, Re
 ``P:floor``           generation below which tombstones were compacted (older replicas reload)
 ``P:synced``          set by the leader once its initial list of every watched resource is written
 ``P:leader``          lease ``holder|epoch`` (SET PX); ``P:epoch`` fencing counter (INCR per term)
+``P:eq:{scope}:…``    the equivalence cache's shared tier, when on (see extenders/equivalence/shared.py)
 ``P:storeid``         random id of this history of the keys (SET NX by whoever first finds it
                       missing): if Redis loses its data the generation restarts at 0 and the id
                       changes, so a replica reloads instead of applying a delta from another

@@ -13,4 +13,6 @@ router = APIRouter(prefix="/v1", tags=["cache"], responses=documented(401))
 
 @router.get("/cache/stats", summary="Equivalence cache: on or off, classes, evictions, reuse per verb")
 async def cache_stats(request: Request) -> JSONAnswer:
-    return JSONAnswer(get_state(request).equivalence.document())
+    state = get_state(request)
+    shared = state.shared.document() if state.shared is not None else {"enabled": False}
+    return JSONAnswer({**state.equivalence.document(), "shared": shared})

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from extenders.equivalence.classes import equivalence_class
-from extenders.model import PodInfo
+from extenders.model import NodeInfo, PodInfo
 from extenders.plugins.framework import Verdict
 
 VERBS = ("filter", "prioritize")
@@ -34,6 +34,10 @@ FilterEntry = tuple[tuple[Any, ...], int, int, Verdict | None]
 # (the node's fingerprints of the scorer's families, its raw score): see extenders.engine._cached_raw
 # A node's fingerprints and the raw scores of a group of scorers reading the same node parts.
 ScoreEntry = tuple[tuple[Any, ...], tuple[float, ...]]
+# An entry computed here, for the shared tier to write: (``FILTER`` or the scorer group's key, the
+# node's name, the node it was computed on, the families it rests on, what to store).
+Computed = tuple[str, str, NodeInfo, tuple[str, ...], Any]
+FILTER = "filter"
 
 
 class ClassMemo:
@@ -44,7 +48,7 @@ class ClassMemo:
     all-different pods pays little more than the digest.
     """
 
-    __slots__ = ("admitted", "filter", "key", "scores", "seen", "used")
+    __slots__ = ("admitted", "fetched", "filter", "key", "outbox", "scores", "seen", "shared", "used")
 
     def __init__(self, key: str, now: float) -> None:
         self.key = key
@@ -53,9 +57,20 @@ class ClassMemo:
         self.seen: dict[str, int] = {}
         self.filter: dict[str, FilterEntry] = {}
         self.scores: dict[str, dict[str, ScoreEntry]] = {}  # scorer group -> node name -> entry
+        # The shared tier's part (extenders.equivalence.shared): entries another replica stored, as
+        # bytes by ``FILTER`` or scorer group, then node name, taken (and checked) on a local miss;
+        # the verbs already fetched; what this replica computed and has not handed over yet (None:
+        # nothing to hand over, the tier is off).
+        self.shared: dict[str, dict[str, bytes]] = {}
+        self.fetched: set[str] = set()
+        self.outbox: list[Computed] | None = None
 
     def entries(self) -> int:
-        return len(self.filter) + sum(len(scores) for scores in self.scores.values())
+        return (
+            len(self.filter)
+            + sum(len(scores) for scores in self.scores.values())
+            + sum(len(blobs) for blobs in self.shared.values())
+        )
 
     def visit(self, verb: str, now: float) -> None:
         self.used = now
@@ -71,6 +86,7 @@ class VerbStats:
     misses: int = 0  # requests that reused none
     nodes_reused: int = 0
     nodes_computed: int = 0
+    nodes_shared: int = 0  # of the reused, those another replica computed (through Redis)
 
     def document(self) -> dict[str, int]:
         return {
@@ -79,6 +95,7 @@ class VerbStats:
             "misses": self.misses,
             "nodes_reused": self.nodes_reused,
             "nodes_computed": self.nodes_computed,
+            "nodes_shared": self.nodes_shared,
         }
 
 
@@ -127,21 +144,29 @@ class EquivalenceCache:
             classes.popitem(last=False)
             self.evictions += 1
 
-    def count(self, verb: str, reused: int, computed: int) -> None:
-        """Record one request's reuse; ``computed`` entries may have been stored, so the entry cap is
-        checked when they could take the cache over it."""
+    def count(self, verb: str, reused: int, computed: int, shared: int = 0) -> None:
+        """Record one request's reuse (``shared``: how many of ``reused`` came from the shared tier);
+        ``computed`` entries may have been stored, so the entry cap is checked when they could take
+        the cache over it."""
         self._stored_bound += computed
         if self._stored_bound > self.config.max_entries:
             self._shrink()
         stats = self.verbs[verb]
         stats.nodes_reused += reused
         stats.nodes_computed += computed
+        stats.nodes_shared += shared
         if computed == 0 and reused:
             stats.hits += 1
         elif reused:
             stats.partial += 1
         else:
             stats.misses += 1
+
+    def hold(self, entries: int) -> None:
+        """Account for ``entries`` a memo took in from the shared tier (the entry cap counts them)."""
+        self._stored_bound += entries
+        if self._stored_bound > self.config.max_entries:
+            self._shrink()
 
     def _shrink(self) -> None:
         """Drop the least recently used classes until the entries fit ``max_entries`` (the class in

@@ -57,7 +57,14 @@ def test_off_means_no_memo_and_stats_count_requests_by_reuse() -> None:
     cache.count("filter", reused=5, computed=0)
     doc = cache.document()
     assert doc["enabled"] is True
-    assert doc["verbs"]["filter"] == {"hits": 1, "partial": 1, "misses": 1, "nodes_reused": 8, "nodes_computed": 7}
+    assert doc["verbs"]["filter"] == {
+        "hits": 1,
+        "partial": 1,
+        "misses": 1,
+        "nodes_reused": 8,
+        "nodes_computed": 7,
+        "nodes_shared": 0,
+    }
 
 
 def test_the_entry_cap_drops_the_least_recently_used_classes() -> None:
