@@ -44,6 +44,7 @@ from extenders.kube.requeue import (
     ERROR_RETRY_SECONDS,
     REFUSAL_WINDOW_SECONDS,
     REQUEUE_INTERVAL_SECONDS,
+    PerSecond,
     PodRef,
     Requeuer,
     scheduling_error,
@@ -252,6 +253,7 @@ class Watcher:
         self._requeues: set[asyncio.Task[int]] = set()
         self._errored: dict[str, ParkedOnError] = {}  # by pod uid
         self.error_retry = error_retry  # (first interval, longest) between requeues of one parked pod
+        self._error_budget = PerSecond(ERROR_RETRY_PER_SECOND)  # requeues of pods parked on an error
 
     async def run(self) -> None:
         """Feed the store until cancelled; raises FencedError when this term is over."""
@@ -443,9 +445,12 @@ class Watcher:
     def _requeue_errored(self, pods: Sequence[dict[str, Any]], gone: Sequence[dict[str, Any]] = ()) -> None:
         """Requeue pods whose last attempt ended on an error, at once for each new error; a repeat of
         the same error makes no new event (kube-scheduler leaves the condition as it is), so those are
-        requeued again on a backoff (``_requeue_errored_again``)."""
+        requeued again on a backoff (``_requeue_errored_again``). Both share a budget of
+        ``ERROR_RETRY_PER_SECOND``: pods beyond it (a new leader's list, an outage failing many pods at
+        once) are left to the backoff pass, due now, so a burst becomes at most that many writes a second."""
         due: list[PodRef] = []
         first = self.error_retry[0]
+        now = time.monotonic()
         for obj in pods:
             try:
                 uid, message = _pod_uid(obj), scheduling_error(obj)
@@ -455,8 +460,11 @@ class Watcher:
                 parked = self._errored.get(uid)
                 if parked is None or parked.message != message:
                     ref = (uid, object_key(obj))
-                    self._errored[uid] = ParkedOnError(message, ref, time.monotonic() + first, first)
-                    due.append(ref)
+                    if self._error_budget.take():
+                        self._errored[uid] = ParkedOnError(message, ref, now + first, first)
+                        due.append(ref)
+                    else:
+                        self._errored[uid] = ParkedOnError(message, ref, now, first)
             except (KeyError, TypeError, ValueError):
                 continue  # a malformed pod: its write already logged it
         for obj in gone:
@@ -474,11 +482,11 @@ class Watcher:
             due: list[PodRef] = []
             for parked in self._errored.values():
                 if parked.due <= now:
+                    if not self._error_budget.take():
+                        break
                     parked.interval = min(parked.interval * 2, longest)
                     parked.due = now + parked.interval
                     due.append(parked.ref)
-                    if len(due) >= ERROR_RETRY_PER_SECOND:
-                        break
             if due:
                 self._requeue(due, "its scheduling attempt failed on the same error again")
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import httpx
@@ -43,6 +43,25 @@ ERROR_RETRY_PER_SECOND = 20
 
 # A pod to requeue: (uid, namespace/name); the uid guards against a pod recreated under the name.
 PodRef = tuple[str, str]
+
+
+class PerSecond:
+    """At most ``limit`` grants in each one-second window (``clock``: monotonic seconds)."""
+
+    def __init__(self, limit: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.limit = limit
+        self.clock = clock
+        self._window = float("-inf")
+        self._left = 0
+
+    def take(self) -> bool:
+        now = self.clock()
+        if now - self._window >= 1.0:
+            self._window, self._left = now, self.limit
+        if self._left <= 0:
+            return False
+        self._left -= 1
+        return True
 
 
 def scheduling_error(pod: dict[str, Any]) -> str | None:

@@ -13,7 +13,7 @@ from extenders.aio import cancel_and_wait
 from extenders.cache import SnapshotCache
 from extenders.kube.client import PODGROUP_GROUP_VERSION, BindStatus, KubeClient
 from extenders.kube.config import build_http_client
-from extenders.kube.requeue import REQUEUE_ANNOTATION
+from extenders.kube.requeue import ERROR_RETRY_PER_SECOND, REQUEUE_ANNOTATION
 from extenders.snapshot import Snapshot
 from extenders.store import Store
 from extenders.watcher import Watcher
@@ -423,6 +423,30 @@ async def test_a_pod_parked_on_the_same_error_is_requeued_again_on_a_backoff(fak
     settled = watcher.requeuer.requeued
     await asyncio.sleep(1.0)
     assert watcher.requeuer.requeued == settled, "a refused pod is kube-scheduler's to retry"
+
+
+async def test_a_burst_of_pods_parked_on_errors_is_requeued_at_the_rate_cap(fake_kube: FakeKube, feed: Feed) -> None:
+    """A new leader finding many pods parked on errors (an outage failed them all) requeues them at
+    most ERROR_RETRY_PER_SECOND a second, not in one burst of writes to the API server."""
+    client = fake_kube.client
+    count = ERROR_RETRY_PER_SECOND + 10
+    for i in range(count):
+        client.create(make_pod(f"failed-{i}"))
+        client.patch("Pod", f"failed-{i}", attempt_failed("SchedulerError", "Redis unavailable"), status=True)
+    watcher = await feed.start(error_retry=(5.0, 10.0))
+
+    async def requeued(n: int) -> bool:
+        return watcher.requeuer.requeued >= n
+
+    loop = asyncio.get_running_loop()
+    await eventually(lambda: requeued(ERROR_RETRY_PER_SECOND))
+    first_batch = loop.time()
+    await asyncio.sleep(0.3)
+    assert watcher.requeuer.requeued == ERROR_RETRY_PER_SECOND, "more than the cap at once"
+    await eventually(lambda: requeued(count), timeout=5)
+    assert loop.time() - first_batch >= 0.6, "the rest came within the same second"
+    await asyncio.sleep(0.5)
+    assert watcher.requeuer.requeued == count  # each once: their next turn is seconds away
 
 
 async def test_bind_pod_outcomes(fake_kube: FakeKube, kube: KubeClient) -> None:
