@@ -211,16 +211,17 @@ class Scheduler:
             try:
                 counts = engine.ScoreCounts()
                 view = engine.without_own_reservation(snap, pod, names)
-                scores = engine.prioritize_nodes(self.policy, pod, view, names, memo, counts)
+                scores = engine.prioritize_scores(self.policy, pod, view, names, memo, counts)
             except Exception:  # kube-scheduler ignores prioritize failures: neutral scores say the same
                 log.exception("prioritize failed for %s", pod.key)
-                scores = [(n, 0) for n in names]
+                scores = {}
             else:
                 if memo is not None:
                     self.equivalence.count("prioritize", counts.reused, counts.computed, counts.shared)
                     if self.shared is not None:
                         self.shared.collect(memo)
-            return [{"Host": h, "Score": s} for h, s in scores]
+            score = scores.get
+            return [{"Host": n, "Score": score(n, 0)} for n in names]
 
     async def preempt(self, args: ExtenderPreemptionArgs) -> dict[str, Any]:
         """Re-check kube-scheduler's candidates against what only we know (PDBs, gangs, managed resources)."""

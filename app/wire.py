@@ -16,6 +16,8 @@ from app.kube_types import Node, Pod
 
 def _once_each(names: list[str], where: str) -> None:
     """kube-scheduler names each candidate once; a repeated one is a broken caller, told so (422)."""
+    if len(set(names)) == len(names):
+        return
     seen: set[str] = set()
     repeated: set[str] = set()
     for name in names:

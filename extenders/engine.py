@@ -503,17 +503,6 @@ class ScoreCounts:
     shared: int = 0  # of ``reused``, those another replica computed (the shared tier)
 
 
-def _fingerprints_of(infos: list[NodeInfo], families: tuple[str, ...]) -> list[tuple[Any, ...]]:
-    """Each node's fingerprints of ``families`` (memoised on the nodes)."""
-    key = fingerprint_key(families)
-    out: list[tuple[Any, ...]] = []
-    append = out.append
-    for info in infos:
-        current = info.derived.get(key)
-        append(current if current is not None else fingerprints(info, families, key))
-    return out
-
-
 @dataclass(slots=True)
 class _Group:
     """Scorers reading the same node parts, cached together: one entry per node holds all their raw
@@ -526,7 +515,6 @@ class _Group:
 
 def _cached_raw(
     group: _Group,
-    currents: list[tuple[Any, ...]],
     pod: PodInfo,
     infos: list[NodeInfo],
     names: list[str],
@@ -535,10 +523,11 @@ def _cached_raw(
     counts: ScoreCounts,
 ) -> list[list[float]]:
     """Each of the group's scorers' raw scores on ``infos``: kept ones where the node's fingerprints
-    (``currents``) are unchanged, then valid ones another replica stored (``memo.shared``), the rest
-    computed in one ``score_all`` per scorer over just those nodes, kept, and handed to
+    of the group's families are unchanged, then valid ones another replica stored (``memo.shared``),
+    the rest computed in one ``score_all`` per scorer over just those nodes, kept, and handed to
     ``memo.outbox`` when there is one. One lookup per node serves the whole group."""
-    members = group.members
+    members, families = group.members, group.families
+    key = fingerprint_key(families)
     entries = memo.scores.get(group.key)
     if entries is None:
         entries = memo.scores[group.key] = {}
@@ -547,13 +536,16 @@ def _cached_raw(
     append = rows.append
     missing: list[int] = []
     current_of: list[tuple[Any, ...]] = []
-    for i, (current, entry) in enumerate(zip(currents, map(entries.get, names), strict=True)):
+    for i, (info, entry) in enumerate(zip(infos, map(entries.get, names), strict=True)):
+        current = info.derived.get(key)
+        if current is None:
+            current = fingerprints(info, families, key)
         if entry is not None and (entry[0] is current or entry[0] == current):
             append(entry[1])
         elif (
             shared
             and (blob := shared.pop(names[i], None)) is not None
-            and (values := unpack_scores(blob, len(members), digests(infos[i], group.families))) is not None
+            and (values := unpack_scores(blob, len(members), digests(info, families))) is not None
         ):
             append(values)
             entries[names[i]] = (current, values)
@@ -636,8 +628,7 @@ def _score(
                 by_families.setdefault(scorer.node_families, []).append((prio_name, scorer, state))
         for families, members in by_families.items():
             group = _Group(group_key(name for name, _, _ in members), families, [(s, st) for _, s, st in members])
-            currents = _fingerprints_of(infos, families)
-            raws = _cached_raw(group, currents, pod, infos, names, ctx, memo, counts or ScoreCounts())
+            raws = _cached_raw(group, pod, infos, names, ctx, memo, counts or ScoreCounts())
             cached.update(zip([name for name, _, _ in members], raws, strict=True))
     for prio_name, weight, scorer, state, fixed in prepared:
         if fixed is not None:
@@ -721,12 +712,26 @@ def prioritize_nodes(
     the pod itself out, so unlike filter verdicts its raw scores hold wherever the pod is.)
     """
     names = list(node_names)
+    scores = prioritize_scores(policy, pod, snapshot, names, memo, counts)
+    return [(n, scores.get(n, 0)) for n in names]
+
+
+def prioritize_scores(
+    policy: Policy,
+    pod: PodInfo,
+    snapshot: Snapshot,
+    names: list[str],
+    memo: ClassMemo | None = None,
+    counts: ScoreCounts | None = None,
+) -> dict[str, int]:
+    """``prioritize_nodes`` as a mapping of the known nodes' scores (the caller shapes the answer in
+    one pass; a name missing from it scores 0)."""
     nodes = snapshot.nodes
     infos = [info for n in names if (info := nodes.get(n)) is not None and info.node is not None]
     if memo is not None and not memo.admitted:
         memo = None
     scores, _ = _score(policy, pod, snapshot, infos, detail=False, memo=memo, counts=counts)
-    return [(n, scores.get(n, 0)) for n in names]
+    return scores
 
 
 # ---------------------------------------------------------------- explain

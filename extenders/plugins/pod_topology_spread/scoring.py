@@ -83,6 +83,9 @@ class SpreadState:
     # Per constraint: node name -> its value of the topology key (nodes that have it).
     values: list[dict[str, str]] = field(default_factory=list)
     names: list[str] = field(default_factory=list)  # the candidates, in the order prepare saw them
+    # The candidates' list prepare saw, and per constraint each one's topology value (None: none).
+    nodes: list[NodeInfo] | None = None
+    found: list[list[str | None]] = field(default_factory=list)
 
 
 def _label_of(key: str) -> Callable[[NodeInfo], str | None]:
@@ -219,7 +222,8 @@ class TopologySpreadScorer:
         domains: list[set[str]] = [set() for _ in constraints]
         names = state.names = [info.name for info in nodes]
         ignored = state.ignored
-        found = [list(map(column.get, names)) for column in state.values]
+        found = state.found = [list(map(column.get, names)) for column in state.values]
+        state.nodes = nodes
         if require_all:
             for values in found:
                 if None in values:
@@ -308,7 +312,10 @@ class TopologySpreadScorer:
             c = constraints[0]
             key, column = c.topology_key, state.values[0]
             by_value = {value: 0.0 + (count * c.weight + (c.max_skew - 1)) for (_, value), count in pair_counts.items()}
-            out = [by_value.get(column.get(node.name), 0.0) if node.node is not None else 0.0 for node in nodes]
+            if nodes is state.nodes:  # the values prepare read (a node without facts has none: 0)
+                out = list(map(by_value.get, state.found[0], repeat(0.0)))
+            else:
+                out = [by_value.get(column.get(node.name), 0.0) if node.node is not None else 0.0 for node in nodes]
             if ignored:
                 out = [0.0 if node.name in ignored else score for node, score in zip(nodes, out, strict=True)]
             return out
