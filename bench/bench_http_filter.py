@@ -30,6 +30,8 @@ import statistics
 import sys
 import time
 import uuid
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -278,58 +280,70 @@ def run_scenario(
     }
 
 
+@asynccontextmanager
+async def writer_store(url: str, prefix: str, holder: str) -> AsyncIterator[tuple[Store, int]]:
+    """A Store on a fresh prefix and the writer lease's epoch (the benchmark writes what a leader
+    would); the prefix's keys are removed afterwards."""
+    # Through the replicas' own connection factory: a plain client would leave the prefix without the
+    # server marker, and the replica's first connection would start a new store history (fencing us).
+    pool = RedisPool(RedisTarget(url=url), PoolOptions(timeout=5.0, history_prefix=prefix))
+    redis_client = aredis.Redis(connection_pool=pool.pool)
+    store = Store(redis_client, prefix)
+    try:
+        lease = (await store.acquire_lease(holder, 3600)).lease
+        if lease is None:
+            raise RuntimeError("could not take the writer lease on a fresh prefix")
+        try:
+            yield store, lease.epoch
+        finally:
+            await store.release_lease(lease)
+            await delete_prefix(redis_client, prefix)
+    finally:
+        await redis_client.aclose()
+        await pool.aclose()  # a pool passed in explicitly is not closed by aclose()
+
+
 async def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
     rng = random.Random(1)
     nodes = [node_object(rng, i) for i in range(args.nodes)]
     pods = pod_specs(rng, args.nodes, args.pods_per_node)
     names = [n["metadata"]["name"] for n in nodes]
     prefix = f"benchhttp{uuid.uuid4().hex[:6]}"
-    # Through the replicas' own connection factory: a plain client would leave the prefix without the
-    # server marker, and the replica's first connection would start a new store history (fencing us).
-    pool = RedisPool(RedisTarget(url=url), PoolOptions(timeout=5.0, history_prefix=prefix))
-    redis_client = aredis.Redis(connection_pool=pool.pool)
-    store = Store(redis_client, prefix)
-    lease = (await store.acquire_lease("bench-http-writer#0", 3600)).lease
-    if lease is None:
-        raise RuntimeError("could not take the writer lease on a fresh prefix")
-    replica: ServerProcess | None = None
-    try:
-        started = time.perf_counter()
-        await load_cluster(store, lease.epoch, nodes, pods)
-        load_seconds = time.perf_counter() - started
+    async with writer_store(url, prefix, "bench-http-writer#0") as (store, epoch):
+        replica: ServerProcess | None = None
+        try:
+            started = time.perf_counter()
+            await load_cluster(store, epoch, nodes, pods)
+            load_seconds = time.perf_counter() - started
 
-        started = time.perf_counter()
-        env = {
-            "EXTENDER_REDIS_URL": url,
-            "EXTENDER_REDIS_PREFIX": prefix,
-            "EXTENDER_KUBE_MODE": "off",
-            "EXTENDER_LOG_LEVEL": "warning",
-            "EXTENDER_EQUIVALENCE_CACHE": "true" if args.equivalence_cache == "on" else "false",
-            "EXTENDER_EQUIVALENCE_CACHE_SHARED": "true" if args.shared == "on" else "false",
-        }
-        replica = ServerProcess(env, "bench-http")
-        replica.wait_ready(timeout=180.0)  # a 100k-pod snapshot takes a while to load
-        ready_seconds = time.perf_counter() - started
-        rss_ready_mb = resident_mb(replica.proc.pid)
-        with httpx.Client(base_url=replica.url, timeout=30.0) as client:
-            plain = run_scenario(client, names, incoming_pod(False), args, seed=2)
-            generation, rewritten = await add_affinity(store, lease.epoch, pods)
-            wait_generation(client, generation)
-            affinity = run_scenario(client, names, incoming_pod(True), args, seed=3)
-            affinity["existing_pods_with_anti_affinity"] = rewritten
-            rss_mb = resident_mb(replica.proc.pid)
-    except BaseException:
-        if replica is not None:
-            print(f"replica exit code: {replica.proc.poll()}; log tail:\n{replica.log()}", file=sys.stderr)
-        raise
-    finally:
-        if replica is not None:
-            replica.stop()
-            replica.log_path.unlink(missing_ok=True)
-        await store.release_lease(lease)
-        await delete_prefix(redis_client, prefix)
-        await redis_client.aclose()
-        await pool.aclose()
+            started = time.perf_counter()
+            env = {
+                "EXTENDER_REDIS_URL": url,
+                "EXTENDER_REDIS_PREFIX": prefix,
+                "EXTENDER_KUBE_MODE": "off",
+                "EXTENDER_LOG_LEVEL": "warning",
+                "EXTENDER_EQUIVALENCE_CACHE": "true" if args.equivalence_cache == "on" else "false",
+                "EXTENDER_EQUIVALENCE_CACHE_SHARED": "true" if args.shared == "on" else "false",
+            }
+            replica = ServerProcess(env, "bench-http")
+            replica.wait_ready(timeout=180.0)  # a 100k-pod snapshot takes a while to load
+            ready_seconds = time.perf_counter() - started
+            rss_ready_mb = resident_mb(replica.proc.pid)
+            with httpx.Client(base_url=replica.url, timeout=30.0) as client:
+                plain = run_scenario(client, names, incoming_pod(False), args, seed=2)
+                generation, rewritten = await add_affinity(store, epoch, pods)
+                wait_generation(client, generation)
+                affinity = run_scenario(client, names, incoming_pod(True), args, seed=3)
+                affinity["existing_pods_with_anti_affinity"] = rewritten
+                rss_mb = resident_mb(replica.proc.pid)
+        except BaseException:
+            if replica is not None:
+                print(f"replica exit code: {replica.proc.poll()}; log tail:\n{replica.log()}", file=sys.stderr)
+            raise
+        finally:
+            if replica is not None:
+                replica.stop()
+                replica.log_path.unlink(missing_ok=True)
     plain_ms = plain["server_ms"]
     pair_p99 = plain_ms["filter_prioritize"]["p99"]
     call_p99 = max(plain_ms["filter"]["p99"], plain_ms["prioritize"]["p99"])
@@ -394,6 +408,12 @@ def main() -> int:
     args = parser.parse_args()
     if not 0 < args.candidates <= args.nodes:
         parser.error("--candidates must be between 1 and --nodes")
+    print(orjson.dumps(on_redis(run, args), option=orjson.OPT_INDENT_2).decode())
+    return 0
+
+
+def on_redis(run: Callable[[str, argparse.Namespace], Coroutine[Any, Any, Json]], args: argparse.Namespace) -> Json:
+    """``run`` against $REDIS_URL when set, else a private redis-server; the result says which."""
     url = os.environ.get("REDIS_URL")
     if url:
         result = asyncio.run(run(url, args))
@@ -402,8 +422,7 @@ def main() -> int:
         with EmbeddedRedis() as server:
             result = asyncio.run(run(server.url, args))
         result["redis"] = "embedded redis-server"
-    print(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode())
-    return 0
+    return result
 
 
 if __name__ == "__main__":

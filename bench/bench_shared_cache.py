@@ -18,7 +18,6 @@ Prints one JSON object.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import random
 import sys
@@ -29,25 +28,22 @@ from typing import Any
 
 import httpx
 import orjson
-import redis.asyncio as aredis
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from app.embedded_redis import EmbeddedRedis  # noqa: E402
 from bench.bench_http_filter import (  # noqa: E402
-    delete_prefix,
     incoming_pod,
     load_cluster,
     node_object,
+    on_redis,
     pod_specs,
     post,
     stats,
     wait_generation,
+    writer_store,
 )
 from devstack.replica import ServerProcess  # noqa: E402
-from extenders.redis_connect import PoolOptions, RedisPool, RedisTarget  # noqa: E402
-from extenders.store import Store  # noqa: E402
 
 Json = dict[str, Any]
 
@@ -104,50 +100,25 @@ async def run(url: str, args: argparse.Namespace) -> Json:
     nodes = [node_object(rng, i) for i in range(args.nodes)]
     names = [n["metadata"]["name"] for n in nodes]
     prefix = f"benchshared{uuid.uuid4().hex[:6]}"
-    pool = RedisPool(RedisTarget(url=url), PoolOptions(timeout=5.0, history_prefix=prefix))
-    redis_client = aredis.Redis(connection_pool=pool.pool)
-    store = Store(redis_client, prefix)
-    lease = (await store.acquire_lease("bench-shared-writer#0", 3600)).lease
-    if lease is None:
-        raise RuntimeError("could not take the writer lease on a fresh prefix")
     servers: list[ServerProcess] = []
-    try:
-        generation = await load_cluster(store, lease.epoch, nodes, pod_specs(rng, args.nodes, args.pods_per_node))
-        warm = replica(url, prefix, "bench-shared-a", shared=True)
-        servers.append(warm)
-        warm_rng = random.Random(5)
-        with httpx.Client(base_url=warm.url, timeout=30.0) as client:
-            wait_generation(client, generation)
-            for index in range(args.classes):
-                for _ in range(args.warm_calls):
-                    body = {"Pod": class_pod(index), "NodeNames": warm_rng.sample(names, args.candidates)}
-                    answer, _, _ = post(client, "/filter", body)
-                    post(client, "/prioritize", {"Pod": body["Pod"], "NodeNames": answer["NodeNames"]})
-            written, deadline = -1, time.monotonic() + 30
-            while True:  # until A's writes have settled (they go out in batches behind the answers)
-                time.sleep(0.3)
-                now = client.get("/v1/cache/stats").json()["shared"]["written"]
-                if now == written and now > 0:
-                    break
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"replica A's writes to the shared tier did not settle ({now} entries)")
-                written = now
-        results: Json = {}
-        for shared in (True, False):
-            server = replica(url, prefix, f"bench-shared-b-{'on' if shared else 'off'}", shared=shared)
-            servers.append(server)
-            if shared:  # the list of classes in Redis is read once a second
-                time.sleep(1.5)
-            results["shared_on" if shared else "shared_off"] = first_calls(server, names, args, generation)
-            server.stop()
-    finally:
-        for server in servers:
-            server.stop()
-            server.log_path.unlink(missing_ok=True)
-        await store.release_lease(lease)
-        await delete_prefix(redis_client, prefix)
-        await redis_client.aclose()
-        await pool.aclose()
+    async with writer_store(url, prefix, "bench-shared-writer#0") as (store, epoch):
+        try:
+            generation = await load_cluster(store, epoch, nodes, pod_specs(rng, args.nodes, args.pods_per_node))
+            warm = replica(url, prefix, "bench-shared-a", shared=True)
+            servers.append(warm)
+            written = warm_classes(warm, names, args, generation)
+            results: Json = {}
+            for shared in (True, False):
+                server = replica(url, prefix, f"bench-shared-b-{'on' if shared else 'off'}", shared=shared)
+                servers.append(server)
+                if shared:  # the list of classes in Redis is read once a second
+                    time.sleep(1.5)
+                results["shared_on" if shared else "shared_off"] = first_calls(server, names, args, generation)
+                server.stop()
+        finally:
+            for server in servers:
+                server.stop()
+                server.log_path.unlink(missing_ok=True)
     return {
         "benchmark": "shared_cache_first_sighting",
         "nodes": args.nodes,
@@ -162,6 +133,27 @@ async def run(url: str, args: argparse.Namespace) -> Json:
     }
 
 
+def warm_classes(server: ServerProcess, names: list[str], args: argparse.Namespace, generation: int) -> int:
+    """Replica A's calls for every class; returns how many entries it wrote once its writes settled."""
+    rng = random.Random(5)
+    with httpx.Client(base_url=server.url, timeout=30.0) as client:
+        wait_generation(client, generation)
+        for index in range(args.classes):
+            for _ in range(args.warm_calls):
+                body = {"Pod": class_pod(index), "NodeNames": rng.sample(names, args.candidates)}
+                answer, _, _ = post(client, "/filter", body)
+                post(client, "/prioritize", {"Pod": body["Pod"], "NodeNames": answer["NodeNames"]})
+        written, deadline = -1, time.monotonic() + 30
+        while True:  # until the writes have settled (they go out in batches behind the answers)
+            time.sleep(0.3)
+            now: int = client.get("/v1/cache/stats").json()["shared"]["written"]
+            if now == written and now > 0:
+                return now
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"replica A's writes to the shared tier did not settle ({now} entries)")
+            written = now
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--nodes", type=int, default=1000)
@@ -172,15 +164,7 @@ def main() -> int:
     args = parser.parse_args()
     if not 0 < args.candidates <= args.nodes:
         parser.error("--candidates must be between 1 and --nodes")
-    url = os.environ.get("REDIS_URL")
-    if url:
-        result = asyncio.run(run(url, args))
-        result["redis"] = "REDIS_URL"
-    else:
-        with EmbeddedRedis() as redis_server:
-            result = asyncio.run(run(redis_server.url, args))
-        result["redis"] = "embedded redis-server"
-    print(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode())
+    print(orjson.dumps(on_redis(run, args), option=orjson.OPT_INDENT_2).decode())
     return 0
 
 

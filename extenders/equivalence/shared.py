@@ -129,6 +129,10 @@ class SharedTier:
             self.stats.errors += 1
             log.debug("shared equivalence entries of class %s unavailable: %s", memo.key, exc)
             return
+        except Exception:  # a bug here must cost the reuse only, never the call
+            self.stats.errors += 1
+            log.exception("fetching shared equivalence entries of class %s failed", memo.key)
+            return
         self.stats.fetches += 1
         count = len(names)
         loaded = 0

@@ -77,17 +77,35 @@ async def warm(source: Replica, pod: PodInfo, snap: Snapshot, names: list[str]) 
     await source.tier.flush()
 
 
+@dataclasses.dataclass
+class Setting:
+    """A cluster, a pod whose class replica ``a`` computed and wrote, and replica ``b`` that knows
+    Redis lists the class but holds nothing of it."""
+
+    a: Replica
+    b: Replica
+    snap: Snapshot
+    names: list[str]
+    pod: PodInfo
+
+
+async def one_warm_class(client: aredis.Redis, prefix: str, shape: int = 0, b_policy: Policy | None = None) -> Setting:
+    a, b = replica(client, prefix), replica(client, prefix, policy=b_policy)
+    snap = cluster()
+    names = sorted(snap.nodes)
+    pod = _pod(random.Random(1), "p1", shape)
+    await warm(a, pod, snap, names)
+    await b.tier.refresh()
+    return Setting(a, b, snap, names, pod)
+
+
 async def test_a_replica_new_to_a_class_takes_what_another_computed_in_one_fetch(
     client: aredis.Redis, redis_prefix: str
 ) -> None:
     policy = default_policy()
-    a, b = replica(client, redis_prefix), replica(client, redis_prefix)
-    snap = cluster()
-    names = sorted(snap.nodes)
-    pod = _pod(random.Random(1), "p1", 0)
-    await warm(a, pod, snap, names)
+    setting = await one_warm_class(client, redis_prefix)
+    a, b, snap, names, pod = setting.a, setting.b, setting.snap, setting.names, setting.pod
     assert a.tier.stats.written > len(names)
-    await b.tier.refresh()
 
     result = await b.filter(policy, pod, snap, names)
     assert (result.shared, result.computed) == (len(names), 0)
@@ -108,12 +126,8 @@ async def test_a_replica_new_to_a_class_takes_what_another_computed_in_one_fetch
 
 async def test_an_entry_for_a_node_changed_since_is_not_taken(client: aredis.Redis, redis_prefix: str) -> None:
     policy = default_policy()
-    a, b = replica(client, redis_prefix), replica(client, redis_prefix)
-    snap = cluster()
-    names = sorted(snap.nodes)
-    pod = _pod(random.Random(1), "p1", 1)  # a node selector: disk=ssd
-    await warm(a, pod, snap, names)
-    await b.tier.refresh()
+    setting = await one_warm_class(client, redis_prefix, shape=1)  # a node selector: disk=ssd
+    b, snap, names, pod = setting.b, setting.snap, setting.names, setting.pod
     nodes = dict(snap.nodes)
     old = nodes["n3"]
     assert old.node is not None
@@ -128,14 +142,9 @@ async def test_an_entry_for_a_node_changed_since_is_not_taken(client: aredis.Red
 
 async def test_replicas_with_different_policies_do_not_share(client: aredis.Redis, redis_prefix: str) -> None:
     other = Policy.model_validate({"priorities": [{"name": "LeastRequestedPriority", "weight": 2}]})
-    a, b = replica(client, redis_prefix), replica(client, redis_prefix, policy=other)
-    snap = cluster()
-    names = sorted(snap.nodes)
-    pod = _pod(random.Random(1), "p1", 0)
-    await warm(a, pod, snap, names)
-    await b.tier.refresh()
-    result = await b.filter(other, pod, snap, names)
-    assert (result.shared, b.tier.stats.fetches) == (0, 0)
+    setting = await one_warm_class(client, redis_prefix, b_policy=other)
+    result = await setting.b.filter(other, setting.pod, setting.snap, setting.names)
+    assert (result.shared, setting.b.tier.stats.fetches) == (0, 0)
 
 
 async def test_a_class_nobody_stored_costs_no_fetch(client: aredis.Redis, redis_prefix: str) -> None:
@@ -166,12 +175,8 @@ async def test_redis_failing_a_fetch_costs_only_the_reuse(
     client: aredis.Redis, redis_prefix: str, unused_tcp_port: int
 ) -> None:
     policy = default_policy()
-    a, b = replica(client, redis_prefix), replica(client, redis_prefix)
-    snap = cluster()
-    names = sorted(snap.nodes)
-    pod = _pod(random.Random(1), "p1", 0)
-    await warm(a, pod, snap, names)
-    await b.tier.refresh()
+    setting = await one_warm_class(client, redis_prefix)
+    b, snap, names, pod = setting.b, setting.snap, setting.names, setting.pod
     broken = aredis.Redis(port=unused_tcp_port, socket_connect_timeout=0.5)
     b.tier.redis = broken
     try:
