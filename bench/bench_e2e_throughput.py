@@ -296,11 +296,22 @@ def main() -> None:
                     entries = extender_entries(stack.replicas[0].url)
                     entries[1]["urlPrefix"] = stack.replicas[-1].url
                 role = {0: "replica 1 (filter, prioritize)", len(stack.replicas) - 1: "replica 2 (bind)"}
+                labels: dict[str, str] = {}  # replica url -> its label
                 for i, replica in enumerate(stack.replicas):
                     label = role.get(i, f"replica {i + 1}") if args.layout == "direct" else f"replica {i + 1}"
                     processes[label] = replica.proc.pid
+                    labels[replica.url] = label
                 extended = run_phase(
                     plane, kube, workdir, stack.name, entries, args.pods, args.apps, args.qps, processes
+                )
+                # The leader also runs the watch: its CPU per pod is not comparable with the others'.
+                extended["watch_leader"] = next(
+                    (
+                        label
+                        for url, label in labels.items()
+                        if httpx.get(f"{url}/readyz", timeout=5).json().get("is_leader")
+                    ),
+                    None,
                 )
                 calls = {verb: stack.requests(verb) for verb in ("filter", "prioritize", "bind")}
                 server_ms = {
