@@ -400,15 +400,19 @@ def _filter_cached(prepared: PreparedPod, node_names: Iterable[str], memo: Class
     entries = memo.filter
     shared = memo.shared.get(FILTER)
     outbox = memo.outbox
-    reused = total = from_shared = 0
-    for name in node_names:
-        total += 1
+    names = node_names if isinstance(node_names, list) else list(node_names)
+    pass_node = passing.append
+    # Counted where rare (most nodes are reused): reused = every node - computed.
+    computed = from_shared = 0
+    for name in names:
         node = nodes.get(name)
         verdict: Verdict | None
         if node is None or node.node is None:
             verdict = _NOT_FOUND
+            computed += 1
         elif uid in node.pods:  # some filters leave the pod itself out: not a class-wide answer
             verdict = prepared.first_failure(node)
+            computed += 1
         else:
             current = node.derived.get(key)
             if current is None:
@@ -417,18 +421,17 @@ def _filter_cached(prepared: PreparedPod, node_names: Iterable[str], memo: Class
             if entry is not None and (
                 entry[0] is current or current[: entry[1]] == entry[0][: entry[1]]  # the node changed elsewhere
             ):
-                reused += 1
-                failed_at, verdict = entry[2], entry[3]
+                _, _, failed_at, verdict = entry
             elif (
                 shared
                 and (blob := shared.pop(name, None)) is not None
                 and (taken := unpack_filter(blob, tag, digests(node, families)))
             ):
-                reused += 1
                 from_shared += 1
                 known, failed_at, verdict = taken
                 entries[name] = (current, known, failed_at, verdict)
             else:
+                computed += 1
                 failed_at, verdict, known = -1, None, len(families)
                 for position, (check, state, reads) in enumerate(local):
                     outcome = check(pod, node, state)
@@ -448,12 +451,12 @@ def _filter_cached(prepared: PreparedPod, node_names: Iterable[str], memo: Class
                         verdict = outcome
                         break
         if verdict is None:
-            passing.append(name)
+            pass_node(name)
         elif verdict.unresolvable:
             unresolvable[name] = verdict.reason
         else:
             failed[name] = verdict.reason
-    result.reused, result.computed, result.shared = reused, total - reused, from_shared
+    result.reused, result.computed, result.shared = len(names) - computed, computed, from_shared
     return result
 
 
