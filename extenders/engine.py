@@ -539,7 +539,7 @@ def _cached_raw(
     append = rows.append
     missing: list[int] = []
     current_of: list[tuple[Any, ...]] = []
-    for i, (info, entry) in enumerate(zip(infos, map(entries.get, names), strict=True)):
+    for info, entry in zip(infos, map(entries.get, names), strict=True):  # ``names``: the infos' names
         current = info.derived.get(key)
         if current is None:
             current = fingerprints(info, families, key)
@@ -547,14 +547,14 @@ def _cached_raw(
             append(entry[1])
         elif (
             shared
-            and (blob := shared.pop(names[i], None)) is not None
+            and (blob := shared.pop(info.name, None)) is not None
             and (values := unpack_scores(blob, len(members), digests(info, families))) is not None
         ):
             append(values)
-            entries[names[i]] = (current, values)
+            entries[info.name] = (current, values)
             counts.shared += len(members)
         else:
-            missing.append(i)
+            missing.append(len(rows))
             current_of.append(current)
             append(())
     if missing:
