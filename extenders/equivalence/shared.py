@@ -96,18 +96,22 @@ class SharedTier:
     _waiting: int = 0
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    base: str = field(init=False)  # the tier's key prefix: the store's, then the scope
+    _groups: list[str] = field(init=False)  # what a prioritize fetch asks for
+    _store: AsyncScript = field(init=False)
 
     def __post_init__(self) -> None:
         self.base = f"{self.prefix}:eq:{scope(self.policy)}"
         self._groups = score_groups(self.policy)
-        self._store: AsyncScript = lua.register(self.redis, ["eq_store"])["eq_store"]
+        self._store = lua.register(self.redis, ["eq_store"])["eq_store"]
 
     @property
     def enabled(self) -> bool:
         return self.config.enabled and self.cache.enabled
 
-    def class_key(self, class_key: str) -> str:
-        return f"{self.base}:c:{class_key}"
+    def class_key(self, key: str) -> str:
+        """The Redis hash of the class whose digest is ``key``."""
+        return f"{self.base}:c:{key}"
 
     # ------------------------------------------------------------------ the request path
     async def prepare(self, memo: ClassMemo, verb: str, names: Sequence[str]) -> None:
