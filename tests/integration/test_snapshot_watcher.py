@@ -132,7 +132,7 @@ async def test_list_then_watch_converges(fake_kube: FakeKube, feed: Feed) -> Non
     assert set(snap.pdbs) == {"default/budget"} and snap.pdbs["default/budget"].disruptions_allowed == 1
     assert snap.podgroups["default/gang"].min_member == 3
     assert snap.nodes["node-1"].allocatable["cpu"] == 8000
-    fake_kube.wait_for_watches("pods")
+    await fake_kube.watching("pods")
 
     # changes through the watch: bind pending pods, add, delete, finish a pod, change a node
     fake_kube.client.bind("pod-0", "node-3")
@@ -162,8 +162,8 @@ async def test_namespaces_and_claims_are_listed_then_watched(fake_kube: FakeKube
     assert snap.namespaces["team-a"].labels == {"team": "a", "kubernetes.io/metadata.name": "team-a"}
     assert {k: v.read_write_once_pod for k, v in snap.pvcs.items()} == {"team-a/solo": True, "team-a/shared": False}
     assert watcher.stats.of("namespaces").lists == 1 and watcher.stats.of("persistentvolumeclaims").lists == 1
-    fake_kube.wait_for_watches("namespaces")
-    fake_kube.wait_for_watches("persistentvolumeclaims")
+    await fake_kube.watching("namespaces")
+    await fake_kube.watching("persistentvolumeclaims")
 
     # changes through the watch: relabel, add and delete namespaces and claims
     fake_kube.client.patch("Namespace", "team-a", {"metadata": {"labels": {"team": "b"}}}, namespace=None)
@@ -217,7 +217,7 @@ async def test_services_and_controllers_selectors_are_listed_then_watched(fake_k
     await eventually(listed)
     for kind in ("services", "replicationcontrollers", "replicasets", "statefulsets"):
         assert watcher.stats.of(kind).lists == 1
-        fake_kube.wait_for_watches(kind)
+        await fake_kube.watching(kind)
 
     # through the watch: a scale (status and replicas only) rewrites nothing; selectors change, go, arrive
     before = await feed.store.generation()
@@ -250,7 +250,7 @@ async def test_410_on_rewatch_relists_and_the_snapshot_is_right_afterwards(fake_
     cache = SnapshotCache(feed.store)
     watcher = await feed.start()
     await converged(cache, fake_kube)
-    fake_kube.wait_for_watches("pods")
+    await fake_kube.watching("pods")
     lists_before = fake_kube.requests("list", "pods")
 
     # changes the broken watch never delivers, then history compaction: the re-watch gets a 410 ERROR event
@@ -274,7 +274,7 @@ async def test_http_410_on_watch_relists(fake_kube: FakeKube, feed: Feed) -> Non
     cache = SnapshotCache(feed.store)
     watcher = await feed.start()
     await converged(cache, fake_kube)
-    fake_kube.wait_for_watches("pods")
+    await fake_kube.watching("pods")
     fake_kube.client.add_fault(410, match="/api/v1/pods?", count=1, message="too old resource version")
     fake_kube.break_watches("pods")
     await eventually(lambda: _ready(watcher.stats.of("pods").lists == 2))
@@ -288,13 +288,13 @@ async def test_a_relist_writes_only_what_changed(fake_kube: FakeKube, feed: Feed
     cache = SnapshotCache(feed.store)
     watcher = await feed.start()
     await converged(cache, fake_kube)
-    fake_kube.wait_for_watches("pods")
+    await fake_kube.watching("pods")
     gen = await feed.store.generation()
     # a new term relists everything; with nothing changed it writes nothing
     await feed.stop()
     watcher = await feed.start()
     await eventually(lambda: _ready(watcher.stats.synced and watcher.stats.of("podgroups").lists == 1))
-    fake_kube.wait_for_watches("pods")
+    await fake_kube.watching("pods")
     assert await feed.store.generation() == gen
 
     # while no watcher runs (leader gone), objects vanish and change; the next term's relist finds out
@@ -384,7 +384,7 @@ async def test_pods_whose_attempt_failed_on_an_error_are_requeued_once_per_error
     watcher = await feed.start()
     await eventually(lambda: requeued(1))
     assert stamp("listed") is not None and stamp("refused") is None and stamp("watched") is None
-    fake_kube.wait_for_watches("pods")
+    await fake_kube.watching("pods")
 
     client.patch("Pod", "watched", attempt_failed("SchedulerError", "context deadline exceeded"), status=True)
     await eventually(lambda: requeued(2))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import os
@@ -195,6 +196,16 @@ class FakeKube:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"fewer than {count} open watches on {resource}: {self.stats()}")
             time.sleep(0.02)
+
+    async def watching(self, resource: str, count: int = 1, timeout: float = 10.0) -> None:
+        """``wait_for_watches`` for async tests: it yields to the event loop between polls, so a
+        watcher running in the test's own loop can open the watch being waited for (the blocking
+        wait would hold that loop, and with it the watch, until it timed out)."""
+        deadline = time.monotonic() + timeout
+        while self.stats()["openWatches"].get(resource, 0) < count:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"fewer than {count} open watches on {resource}: {self.stats()}")
+            await asyncio.sleep(0.02)
 
     def stop(self) -> None:
         if self.proc.poll() is None:
