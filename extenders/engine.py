@@ -513,6 +513,7 @@ class _Group:
 
     key: str
     families: tuple[str, ...]
+    names: list[str]  # the priorities, in policy order
     members: list[tuple[Scorer, Any]]  # (scorer, its state for this pod)
 
 
@@ -583,15 +584,26 @@ def group_key(priorities: Iterable[str]) -> str:
     return "+".join(priorities)
 
 
+def _cached_groups(scorers: Iterable[tuple[str, Scorer, Any]]) -> list[_Group]:
+    """The node-local ones of (priority, scorer, state), grouped by the node parts they read."""
+    groups: dict[tuple[str, ...], _Group] = {}
+    for prio_name, scorer, state in scorers:
+        families = scorer.node_families
+        if families is not None:
+            group = groups.get(families)
+            if group is None:
+                group = groups[families] = _Group("", families, [], [])
+            group.names.append(prio_name)
+            group.members.append((scorer, state))
+    for group in groups.values():
+        group.key = group_key(group.names)
+    return list(groups.values())
+
+
 def score_groups(policy: Policy) -> list[str]:
     """The keys of the scorer groups the policy's prioritize may cache (a scorer that turns out
     constant for a pod leaves its group, whose key then differs): what the shared tier fetches."""
-    by_families: dict[tuple[str, ...], list[str]] = {}
-    for prio_name, _weight in policy.priority_weights:
-        families = SCORERS[prio_name].node_families
-        if families is not None:
-            by_families.setdefault(families, []).append(prio_name)
-    return [group_key(names) for names in by_families.values()]
+    return [g.key for g in _cached_groups((name, SCORERS[name], None) for name, _ in policy.priority_weights)]
 
 
 def _score(
@@ -625,14 +637,10 @@ def _score(
         )
     cached: dict[str, list[float]] = {}  # raw scores of the node-local scorers, through the class's memo
     if memo is not None:
-        by_families: dict[tuple[str, ...], list[tuple[str, Scorer, Any]]] = {}
-        for prio_name, _, scorer, state, fixed in prepared:
-            if fixed is None and scorer.node_families is not None:
-                by_families.setdefault(scorer.node_families, []).append((prio_name, scorer, state))
-        for families, members in by_families.items():
-            group = _Group(group_key(name for name, _, _ in members), families, [(s, st) for _, s, st in members])
+        variable = ((prio_name, scorer, state) for prio_name, _, scorer, state, fixed in prepared if fixed is None)
+        for group in _cached_groups(variable):
             raws = _cached_raw(group, pod, infos, names, ctx, memo, counts or ScoreCounts())
-            cached.update(zip([name for name, _, _ in members], raws, strict=True))
+            cached.update(zip(group.names, raws, strict=True))
     for prio_name, weight, scorer, state, fixed in prepared:
         if fixed is not None:
             raw_value, value = fixed

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from extenders.equivalence.classes import equivalence_class
@@ -89,14 +89,7 @@ class VerbStats:
     nodes_shared: int = 0  # of the reused, those another replica computed (through Redis)
 
     def document(self) -> dict[str, int]:
-        return {
-            "hits": self.hits,
-            "partial": self.partial,
-            "misses": self.misses,
-            "nodes_reused": self.nodes_reused,
-            "nodes_computed": self.nodes_computed,
-            "nodes_shared": self.nodes_shared,
-        }
+        return asdict(self)
 
 
 @dataclass

@@ -18,7 +18,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from hashlib import blake2b
 from importlib import metadata
 from typing import Any
@@ -61,13 +61,7 @@ class SharedStats:
     errors: int = 0
 
     def document(self) -> dict[str, int]:
-        return {
-            "fetches": self.fetches,
-            "fetched": self.fetched,
-            "written": self.written,
-            "dropped": self.dropped,
-            "errors": self.errors,
-        }
+        return asdict(self)
 
 
 def scope(policy: Policy) -> str:
