@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import time
+from collections import OrderedDict
 from typing import Any
 
 from redis.exceptions import RedisError
@@ -31,6 +33,13 @@ from extenders.runtime import ClusterRuntime
 from extenders.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
+
+
+# kube-scheduler filters and scores a pod in one cycle, on one snapshot of its own. Prioritize soon after
+# this replica filtered the same pod reads the snapshot that filter read: the scores then describe
+# the cluster the verdicts did, and the call costs no Redis round trip.
+CYCLE_SNAPSHOT_SECONDS = 1.0
+CYCLES_KEPT = 256
 
 
 class BadRequest(Exception):
@@ -83,6 +92,23 @@ class Scheduler:
         self.binds = binds
         self.requeuer = Requeuer(runtime.kube) if runtime.kube is not None else None
         self._requeues: set[asyncio.Task[int]] = set()
+        self._cycles: OrderedDict[str, tuple[float, Snapshot]] = OrderedDict()  # pod uid -> its filter's snapshot
+
+    def _filtered(self, uid: str, snap: Snapshot) -> None:
+        """Remember the snapshot a pod was filtered on, for its prioritize call in the same cycle."""
+        cycles = self._cycles
+        now = time.monotonic()
+        cycles.pop(uid, None)
+        cycles[uid] = (now, snap)
+        while cycles and (len(cycles) > CYCLES_KEPT or next(iter(cycles.values()))[0] < now - CYCLE_SNAPSHOT_SECONDS):
+            cycles.popitem(last=False)
+
+    def _cycle_snapshot(self, uid: str) -> Snapshot | None:
+        """The snapshot this pod was just filtered on here, if within the cycle's time."""
+        entry = self._cycles.pop(uid, None)
+        if entry is None or entry[0] < time.monotonic() - CYCLE_SNAPSHOT_SECONDS:
+            return None
+        return entry[1]
 
     async def snapshot(self, node_objects: list[Node] | None = None) -> Snapshot:
         """The current snapshot; full node objects in the request refresh older records first."""
@@ -156,6 +182,8 @@ class Scheduler:
                     result.passing = []
             elif names:
                 await self._refused(pod, snap)
+            if result.passing:
+                self._filtered(pod.uid, snap)
             return self._filter_answer(args, result.passing, result.failed, result.unresolvable, "")
 
     async def _refused(self, pod: PodInfo, snap: Snapshot) -> None:
@@ -199,8 +227,10 @@ class Scheduler:
         with log_fields(verb="prioritize", pod=pod.key):
             names = candidate_names(args)
             items = args.Nodes.items if args.NodeNames is None and args.Nodes is not None else None
+            # Node objects in the request may be newer than the filter's snapshot: those refresh.
+            cycle = self._cycle_snapshot(pod.uid) if items is None else None
             try:
-                snap = await self.snapshot(items)
+                snap = cycle if cycle is not None else await self.snapshot(items)
             except SnapshotUnavailable:
                 # kube-scheduler ignores prioritize errors; neutral scores keep it going.
                 log.warning("prioritize answered neutral scores: snapshot unavailable")

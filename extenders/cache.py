@@ -74,7 +74,7 @@ def _pdb(_key: str, raw: bytes) -> PDBInfo:
 
 
 class SnapshotCache:
-    """A replica's snapshot; concurrent ``refresh()`` calls share one in-flight refresh."""
+    """A replica's snapshot; concurrent ``refresh()`` calls share a refresh that reads Redis after they arrived."""
 
     def __init__(
         self, store: Store, max_delta_items: int = 2000, batch: int = 256, telemetry: Telemetry | None = None
@@ -86,7 +86,8 @@ class SnapshotCache:
         self.stats = CacheStats()
         self._snapshot = Snapshot()
         self._loaded = False
-        self._inflight: asyncio.Future[Snapshot] | None = None
+        self._running: asyncio.Future[Snapshot] | None = None  # begun: may have read Redis already
+        self._next: asyncio.Future[Snapshot] | None = None  # not begun: whoever arrives now may share it
         self._digests: dict[str, dict[str, bytes]] = {}  # node -> pod uid -> digest of its stored record
 
     @property
@@ -100,19 +101,36 @@ class SnapshotCache:
         return self._snapshot
 
     async def refresh(self) -> Snapshot:
-        """The snapshot as of now; callers that arrive during a refresh share its result."""
-        inflight = self._inflight
-        if inflight is None:
-            inflight = asyncio.ensure_future(self._refresh())
-            self._inflight = inflight
-            # Cleared when the refresh itself ends, not when a (possibly cancelled) caller does,
-            # so two refreshes never run at once and deltas apply in order.
-            inflight.add_done_callback(self._clear_inflight)
-        return await asyncio.shield(inflight)
+        """The snapshot as read from Redis after this call arrived, shared with every caller arriving
+        before that read.
 
-    def _clear_inflight(self, fut: asyncio.Future[Snapshot]) -> None:
-        if self._inflight is fut:
-            self._inflight = None
+        A refresh already under way may have read Redis before a change this caller has seen the
+        effect of (a bind answered by another replica), so such a caller waits for the next refresh,
+        which every caller arriving meanwhile shares. Refreshes never overlap, so deltas apply in order.
+        """
+        queued = self._next
+        if queued is None:
+            queued = asyncio.ensure_future(self._after(self._running))
+            self._next = queued
+            queued.add_done_callback(self._done)
+        return await asyncio.shield(queued)
+
+    async def _after(self, running: asyncio.Future[Snapshot] | None) -> Snapshot:
+        if running is not None:
+            await asyncio.wait((running,))
+        me = asyncio.current_task()
+        # From here on this refresh may read Redis: callers arriving now need the next one.
+        if self._next is me:
+            self._next = None
+        self._running = me
+        return await self._refresh()
+
+    def _done(self, fut: asyncio.Future[Snapshot]) -> None:
+        # Also when cancelled before it began (at shutdown), so no later caller awaits a dead refresh.
+        if self._next is fut:
+            self._next = None
+        if self._running is fut:
+            self._running = None
         if not fut.cancelled():
             fut.exception()  # retrieved, so an error nobody awaited is not logged as lost
 

@@ -23,8 +23,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import orjson
-
+from extenders.canonical import canonical_json
 from extenders.model import PodInfo, Taint
 
 LabelMatcher = Callable[[Mapping[str, str]], bool]
@@ -367,7 +366,7 @@ _interned: dict[tuple[bytes, str], AffinityTerm] = {}
 
 
 def _interned_term(term: Mapping[str, Any], owner_namespace: str) -> AffinityTerm:
-    key = (orjson.dumps(term, option=orjson.OPT_SORT_KEYS), owner_namespace)
+    key = (canonical_json(term), owner_namespace)
     found = _interned.get(key)
     if found is None:
         found = compile_affinity_term(term, owner_namespace)

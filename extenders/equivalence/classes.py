@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from hashlib import blake2b
 
-import orjson
-
+from extenders.canonical import canonical_json
 from extenders.model import PodInfo
 
 # What scheduling reads of the incoming pod.
@@ -52,7 +51,5 @@ IGNORED_FIELDS: tuple[str, ...] = (
 
 def equivalence_class(pod: PodInfo) -> str:
     """The class digest (32 hex digits)."""
-    canonical = orjson.dumps(
-        {name: getattr(pod, name) for name in CLASS_FIELDS}, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
-    )
+    canonical = canonical_json({name: getattr(pod, name) for name in CLASS_FIELDS})
     return blake2b(canonical, digest_size=16).hexdigest()

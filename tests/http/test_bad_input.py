@@ -185,6 +185,60 @@ def test_out_of_range_numbers_are_422_or_echoed(http: httpx.Client) -> None:
     assert r.json()["Nodes"]["items"] == [node]
 
 
+_HUGE_SELECTOR = {"matchLabels": {"app": "big"}, "unknownField": 2**80}
+_HUGE_TERM = {"topologyKey": "kubernetes.io/hostname", "labelSelector": _HUGE_SELECTOR, "unknownField": 2**80}
+HUGE_INTEGERS = {
+    "volume-source": {"volumes": [{"name": "d", "gcePersistentDisk": {"pdName": "x", "size": 2**80}}]},
+    "spread-selector": {
+        "topologySpreadConstraints": [
+            {
+                "maxSkew": 1,
+                "topologyKey": "kubernetes.io/hostname",
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": _HUGE_SELECTOR,
+            }
+        ]
+    },
+    "anti-affinity-term": {
+        "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [_HUGE_TERM]}}
+    },
+    "namespace-selector": {
+        "affinity": {
+            "podAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 5, "podAffinityTerm": {**_HUGE_TERM, "namespaceSelector": _HUGE_SELECTOR}}
+                ]
+            }
+        }
+    },
+}
+
+
+@pytest.mark.parametrize("case", HUGE_INTEGERS)
+def test_a_huge_integer_in_a_free_form_or_unknown_pod_field_is_answered(http: httpx.Client, case: str) -> None:
+    """Fields the API keeps free-form (a volume's source), and unknown ones we keep, may hold an
+    integer past 64 bits: no reason to fail the request or the pod (keys and digests of such
+    values are encoded without orjson)."""
+    names = ["huge-0", "huge-1"]
+    nodes = [
+        {
+            "metadata": {"name": n, "resourceVersion": "1", "labels": {"kubernetes.io/hostname": n}},
+            "status": {"allocatable": {"cpu": "4", "pods": "10"}},
+        }
+        for n in names
+    ]
+    assert http.post("/filter", json={"Pod": _pod({}), "Nodes": {"items": nodes}}).status_code == 200
+    pod = {
+        **_pod(HUGE_INTEGERS[case]),
+        "metadata": {"name": "p", "namespace": "d", "uid": "u", "labels": {"app": "big"}},
+    }
+    for _ in range(3):  # the class is admitted, then stored, then reused
+        r = http.post("/filter", json={"Pod": pod, "NodeNames": names})
+        assert r.status_code == 200 and r.json()["Error"] == "" and r.json()["NodeNames"] == names, r.text
+        r = http.post("/prioritize", json={"Pod": pod, "NodeNames": names})
+        assert r.status_code == 200 and [e["Host"] for e in r.json()] == names, r.text
+
+
 def _with_requests(requests: dict[str, object], part: str = "requests") -> dict[str, object]:
     return _pod({"containers": [{"name": "c", "resources": {part: requests}}]})
 

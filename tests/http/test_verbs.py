@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any
 
 import httpx
+
+from app.service import CYCLE_SNAPSHOT_SECONDS
 
 
 def node(name: str, cpu: str = "4", memory: str = "8Gi", **labels: str) -> dict[str, Any]:
@@ -200,3 +203,42 @@ def test_pods_of_one_class_reuse_raw_scores_and_the_stats_say_so(http: httpx.Cli
     # the first call admits the class, the second stores, the third reuses every node's raw scores
     assert delta["hits"] >= 1 and delta["nodes_reused"] >= len(names), delta
     assert 'extender_equivalence_cache_requests_total{result="hit",verb="prioritize"}' in http.get("/metrics").text
+
+
+def _catch_ups(http: httpx.Client) -> float:
+    """How many times the replica has asked Redis what changed (the catch-up script); a scrape catches
+    up once itself (the gang gauges read the snapshot), so each reading adds one to the next."""
+    for line in http.get("/metrics").text.splitlines():
+        if line.startswith('extender_redis_command_duration_seconds_count{command="catchup"}'):
+            return float(line.split()[-1])
+    raise AssertionError("no catch-up series in /metrics")
+
+
+def test_prioritize_in_the_cycle_of_its_filter_reads_the_snapshot_the_filter_read(http: httpx.Client) -> None:
+    """kube-scheduler filters and scores a pod on one snapshot; prioritize right after this replica
+    filtered the pod does the same, and asks Redis nothing."""
+    names = ["cy-0", "cy-1"]
+    http.post("/filter", json={"Pod": pod("cy-seed"), "Nodes": {"items": [node(n) for n in names]}})
+    incoming = pod("cy-p")
+    before = _catch_ups(http)
+    assert http.post("/filter", json={"Pod": incoming, "NodeNames": names}).json()["NodeNames"] == names
+    grown = node("cy-1", cpu="32", memory="64Gi")
+    grown["metadata"]["resourceVersion"] = "11"
+    http.post("/filter", json={"Pod": pod("cy-other"), "Nodes": {"items": [grown]}})  # cy-1 grows meanwhile
+
+    def scores() -> dict[str, int]:
+        answer = http.post("/prioritize", json={"Pod": incoming, "NodeNames": names})
+        return {entry["Host"]: entry["Score"] for entry in answer.json()}
+
+    in_cycle = scores()
+    assert _catch_ups(http) - before == 1 + 2  # this reading, the two filters; the prioritize read no Redis
+    assert in_cycle["cy-0"] == in_cycle["cy-1"], "the nodes as the pod's filter saw them: alike"
+    after_cycle = scores()  # no filter of this pod just before: the current snapshot
+    assert after_cycle["cy-1"] > after_cycle["cy-0"], after_cycle
+    assert _catch_ups(http) - before == 3 + 2
+
+    http.post("/filter", json={"Pod": incoming, "NodeNames": names})
+    time.sleep(CYCLE_SNAPSHOT_SECONDS + 0.1)  # past a cycle's time the filter's snapshot is not used
+    before = _catch_ups(http)
+    assert scores() == after_cycle
+    assert _catch_ups(http) - before == 1 + 1

@@ -12,7 +12,7 @@ from extenders.cache import SnapshotCache
 from extenders.model import ControllerInfo, NamespaceInfo, NodeFacts, PDBInfo, PodGroupInfo, PVCInfo, ServiceInfo
 from extenders.records import CONTROLLER, NAMESPACE, NODE, PDB, PODGROUP, PVC, SERVICE
 from extenders.snapshot import Snapshot
-from extenders.store import Op, Store
+from extenders.store import CatchUp, Op, Store
 from tests.store.conftest import RoundTrips
 from tests.store.helpers import node, pod
 
@@ -242,6 +242,38 @@ async def test_concurrent_refreshes_share_one_round_trip(counted: tuple[Store, R
     results = await asyncio.gather(*(cache.refresh() for _ in range(10)))
     assert trips.count == 1
     assert all(r is results[0] for r in results) and "new" in results[0].nodes["n1"].pods
+
+
+async def test_a_caller_never_shares_a_refresh_that_read_redis_before_it_arrived(store: Store, epoch: int) -> None:
+    """A bind answered by another replica, then a filter here while an older refresh is still under way:
+    the filter must see the bind, so it waits for a refresh of its own instead of sharing that one."""
+    await seed(store, epoch)
+    cache = SnapshotCache(store)
+    await cache.refresh()
+    read, release = asyncio.Event(), asyncio.Event()
+    catch_up = store.catch_up
+
+    async def slow_catch_up(since: int, max_items: int) -> CatchUp:
+        delta = await catch_up(since, max_items)
+        if not read.is_set():  # only the first one is held, after it read Redis
+            read.set()
+            await release.wait()
+        return delta
+
+    store.catch_up = slow_catch_up  # type: ignore[method-assign]
+    older = asyncio.ensure_future(cache.refresh())
+    await read.wait()
+    await store.apply(epoch, [Op.pod(pod("bound-elsewhere", "n1"))])
+    later = asyncio.ensure_future(cache.refresh())
+    also_later = asyncio.ensure_future(cache.refresh())
+    await asyncio.sleep(0.05)
+    assert not later.done()  # waiting for the older refresh to end: refreshes never overlap
+    release.set()
+    assert "bound-elsewhere" not in (await older).nodes["n1"].pods
+    snap = await later
+    assert "bound-elsewhere" in snap.nodes["n1"].pods
+    assert await also_later is snap  # callers arriving together share the one after
+    assert cache.stats.refreshes == 3
 
 
 async def test_a_cancelled_caller_does_not_cancel_the_shared_refresh(store: Store, epoch: int) -> None:

@@ -18,8 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-import orjson
-
+from extenders.canonical import canonical_json
 from extenders.labels import AffinityTerm, LabelMatcher, is_match_all
 from extenders.model import NamespaceInfo
 from extenders.snapshot.summary import ClusterSummary
@@ -77,7 +76,7 @@ def _selected(
     if summary is None:
         return frozenset(name for name, info in namespaces.items() if matcher(info.labels))
     selections: Selections = summary.derived(_SELECTIONS, namespaces, dict)
-    key = orjson.dumps(selector, option=orjson.OPT_SORT_KEYS)
+    key = canonical_json(selector)
     found = selections.get(key)
     if found is None:
         found = frozenset(name for name, info in namespaces.items() if matcher(info.labels))

@@ -26,8 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
-import orjson
-
+from extenders.canonical import canonical_json
 from extenders.labels import (
     DO_NOT_SCHEDULE_EFFECTS,
     LabelMatcher,
@@ -87,7 +86,7 @@ def compile_constraints(pod: PodInfo) -> tuple[Constraint, ...]:
                 self_match=1 if selector(pod.labels) else 0,
                 query=query,
                 update_query=update_query,
-                selector_json=orjson.dumps(raw_selector, option=orjson.OPT_SORT_KEYS),
+                selector_json=canonical_json(raw_selector),
             )
         )
     return tuple(out)

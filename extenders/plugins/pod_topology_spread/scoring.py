@@ -31,8 +31,7 @@ from itertools import compress, repeat
 from operator import is_
 from typing import Any, cast
 
-import orjson
-
+from extenders.canonical import canonical_json
 from extenders.labels import (
     LabelMatcher,
     NodeMatcher,
@@ -118,7 +117,7 @@ def soft_constraints(pod: PodInfo) -> list[Constraint]:
                 query=_compile(selector, pod.namespace),
                 honor_node_affinity=(raw.get("nodeAffinityPolicy") or HONOR) == HONOR,
                 honor_taints=(raw.get("nodeTaintsPolicy") or "Ignore") == HONOR,
-                counted=orjson.dumps(selector, option=orjson.OPT_SORT_KEYS),
+                counted=canonical_json(selector),
             )
         )
     return out

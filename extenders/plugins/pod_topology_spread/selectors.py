@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
-
+from extenders.canonical import canonical_json
 from extenders.model import PodInfo
 
 
@@ -43,4 +42,4 @@ def eligibility_key(pod: PodInfo, honor_affinity: bool, honor_taints: bool) -> b
         "nodeAffinity": pod.affinity.get("nodeAffinity") if honor_affinity else None,
         "tolerations": pod.tolerations if honor_taints else None,
     }
-    return orjson.dumps(eligibility, option=orjson.OPT_SORT_KEYS)
+    return canonical_json(eligibility)

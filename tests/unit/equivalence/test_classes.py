@@ -98,3 +98,12 @@ def test_the_class_is_the_same_in_another_process() -> None:
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert out.stdout.strip() == equivalence_class(base())
+
+
+def test_an_integer_beyond_64_bits_in_a_free_form_field_still_has_a_stable_class() -> None:
+    """The API keeps some pod fields free-form (a volume's source): a huge integer there must not
+    fail the request, and must still tell the pods apart."""
+    huge = dataclasses.replace(base(), volumes=[{"name": "d", "gcePersistentDisk": {"pdName": "x", "n": 2**80}}])
+    other = dataclasses.replace(huge, volumes=[{"name": "d", "gcePersistentDisk": {"pdName": "x", "n": 2**80 + 1}}])
+    assert equivalence_class(huge) == equivalence_class(dataclasses.replace(huge))
+    assert len({equivalence_class(huge), equivalence_class(other), equivalence_class(base())}) == 3
