@@ -14,7 +14,7 @@ default; ``--equivalence-cache off``) filter reuses node-local verdicts after th
 
     python bench/bench_http_filter.py [--nodes 5000] [--pods-per-node 20] [--candidates 500]
         [--iterations 300] [--warmup 30] [--prioritize-on candidates|passing] [--equivalence-cache on|off]
-        [--shared on|off]
+        [--shared on|off] [--compare OTHER_TREE]
 
 Uses $REDIS_URL when set (its keys are removed afterwards), else a private redis-server.
 Prints one JSON object.
@@ -238,46 +238,62 @@ def stats(values: list[float]) -> dict[str, float]:
 
 
 def run_scenario(
-    client: httpx.Client, names: list[str], pod: Json, args: argparse.Namespace, seed: int
-) -> dict[str, Any]:
+    clients: list[httpx.Client], names: list[str], pod: Json, args: argparse.Namespace, seed: int
+) -> list[dict[str, Any]]:
+    """One result per replica. With two, each gets the same pairs, in alternating order, so the
+    VM's drift (15-30% within minutes here) falls on both alike."""
     rng = random.Random(seed)
-    samples: dict[str, list[float]] = {
-        k: [] for k in ("filter", "prioritize", "filter_prioritize", "rt_filter", "rt_prioritize", "rt_pair")
-    }
-    passing_total = prioritized_total = 0
+    samples: list[dict[str, list[float]]] = [
+        {k: [] for k in ("filter", "prioritize", "filter_prioritize", "rt_filter", "rt_prioritize", "rt_pair")}
+        for _ in clients
+    ]
+    passing_total = prioritized_total = differ = 0
     for iteration in range(args.warmup + args.iterations):
         candidates = rng.sample(names, args.candidates)
-        answer, f_server, f_client = post(client, "/filter", {"Pod": pod, "NodeNames": candidates})
-        if answer["Error"]:
-            raise RuntimeError(f"filter answered an error: {answer['Error']}")
-        passing: list[str] = answer["NodeNames"]
-        hosts = candidates if args.prioritize_on == "candidates" else passing
-        scores, p_server, p_client = post(client, "/prioritize", {"Pod": pod, "NodeNames": hosts})
-        if len(scores) != len(hosts):
-            raise RuntimeError(f"prioritize scored {len(scores)} of {len(hosts)} hosts")
-        if iteration < args.warmup:
-            continue
-        passing_total += len(passing)
-        prioritized_total += len(hosts)
-        for key, value in (
-            ("filter", f_server),
-            ("prioritize", p_server),
-            ("filter_prioritize", f_server + p_server),
-            ("rt_filter", f_client),
-            ("rt_prioritize", p_client),
-            ("rt_pair", f_client + p_client),
-        ):
-            samples[key].append(value)
-    return {
-        "mean_passing": round(passing_total / args.iterations, 1),
-        "mean_prioritized": round(prioritized_total / args.iterations, 1),
-        "server_ms": {k: stats(samples[k]) for k in ("filter", "prioritize", "filter_prioritize")},
-        "client_round_trip_ms": {
-            "filter": stats(samples["rt_filter"]),
-            "prioritize": stats(samples["rt_prioritize"]),
-            "filter_prioritize": stats(samples["rt_pair"]),
-        },
-    }
+        order = list(range(len(clients))) if iteration % 2 == 0 else list(reversed(range(len(clients))))
+        answers: dict[int, tuple[Any, Any]] = {}
+        for at in order:
+            client = clients[at]
+            answer, f_server, f_client = post(client, "/filter", {"Pod": pod, "NodeNames": candidates})
+            if answer["Error"]:
+                raise RuntimeError(f"filter answered an error: {answer['Error']}")
+            passing: list[str] = answer["NodeNames"]
+            hosts = candidates if args.prioritize_on == "candidates" else passing
+            scores, p_server, p_client = post(client, "/prioritize", {"Pod": pod, "NodeNames": hosts})
+            if len(scores) != len(hosts):
+                raise RuntimeError(f"prioritize scored {len(scores)} of {len(hosts)} hosts")
+            answers[at] = (answer, scores)
+            if iteration < args.warmup:
+                continue
+            if at == 0:
+                passing_total += len(passing)
+                prioritized_total += len(hosts)
+            for key, value in (
+                ("filter", f_server),
+                ("prioritize", p_server),
+                ("filter_prioritize", f_server + p_server),
+                ("rt_filter", f_client),
+                ("rt_prioritize", p_client),
+                ("rt_pair", f_client + p_client),
+            ):
+                samples[at][key].append(value)
+        differ += any(answers[at] != answers[0] for at in answers)
+    results = [
+        {
+            "mean_passing": round(passing_total / args.iterations, 1),
+            "mean_prioritized": round(prioritized_total / args.iterations, 1),
+            "server_ms": {k: stats(mine[k]) for k in ("filter", "prioritize", "filter_prioritize")},
+            "client_round_trip_ms": {
+                "filter": stats(mine["rt_filter"]),
+                "prioritize": stats(mine["rt_prioritize"]),
+                "filter_prioritize": stats(mine["rt_pair"]),
+            },
+        }
+        for mine in samples
+    ]
+    if len(clients) > 1:
+        results[0]["pairs_answered_differently_by_the_other_tree"] = differ
+    return results
 
 
 @asynccontextmanager
@@ -310,7 +326,7 @@ async def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
     names = [n["metadata"]["name"] for n in nodes]
     prefix = f"benchhttp{uuid.uuid4().hex[:6]}"
     async with writer_store(url, prefix, "bench-http-writer#0") as (store, epoch):
-        replica: ServerProcess | None = None
+        replicas: list[ServerProcess] = []
         try:
             started = time.perf_counter()
             await load_cluster(store, epoch, nodes, pods)
@@ -326,24 +342,33 @@ async def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
                 "EXTENDER_EQUIVALENCE_CACHE_SHARED": "true" if args.shared == "on" else "false",
             }
             replica = ServerProcess(env, "bench-http")
-            replica.wait_ready(timeout=180.0)  # a 100k-pod snapshot takes a while to load
+            replicas = [replica]
+            if args.compare:
+                replicas.append(ServerProcess(env, "bench-http-other", tree=Path(args.compare).resolve()))
+            for each in replicas:
+                each.wait_ready(timeout=180.0)  # a 100k-pod snapshot takes a while to load
             ready_seconds = time.perf_counter() - started
             rss_ready_mb = resident_mb(replica.proc.pid)
-            with httpx.Client(base_url=replica.url, timeout=30.0) as client:
-                plain = run_scenario(client, names, incoming_pod(False), args, seed=2)
+            clients = [httpx.Client(base_url=each.url, timeout=30.0) for each in replicas]
+            try:
+                plain, *plain_other = run_scenario(clients, names, incoming_pod(False), args, seed=2)
                 generation, rewritten = await add_affinity(store, epoch, pods)
-                wait_generation(client, generation)
-                affinity = run_scenario(client, names, incoming_pod(True), args, seed=3)
+                for client in clients:
+                    wait_generation(client, generation)
+                affinity, *affinity_other = run_scenario(clients, names, incoming_pod(True), args, seed=3)
                 affinity["existing_pods_with_anti_affinity"] = rewritten
                 rss_mb = resident_mb(replica.proc.pid)
+            finally:
+                for client in clients:
+                    client.close()
         except BaseException:
-            if replica is not None:
-                print(f"replica exit code: {replica.proc.poll()}; log tail:\n{replica.log()}", file=sys.stderr)
+            for each in replicas:
+                print(f"{each.name} exit code: {each.proc.poll()}; log tail:\n{each.log()}", file=sys.stderr)
             raise
         finally:
-            if replica is not None:
-                replica.stop()
-                replica.log_path.unlink(missing_ok=True)
+            for each in replicas:
+                each.stop()
+                each.log_path.unlink(missing_ok=True)
     plain_ms = plain["server_ms"]
     pair_p99 = plain_ms["filter_prioritize"]["p99"]
     call_p99 = max(plain_ms["filter"]["p99"], plain_ms["prioritize"]["p99"])
@@ -364,6 +389,11 @@ async def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
         "replica_rss_mb": {"when_ready": rss_ready_mb, "after_both_scenarios": rss_mb},
         "plain": plain,
         "inter_pod_affinity": affinity,
+        "other_tree": (
+            {"tree": args.compare, "plain": plain_other[0], "inter_pod_affinity": affinity_other[0]}
+            if args.compare
+            else None
+        ),
         "target": {
             "what": "plain scenario, server-side p99 under target_ms: each call, and filter+prioritize summed",
             "target_ms": TARGET_P99_MS,
@@ -404,6 +434,12 @@ def main() -> int:
     )
     parser.add_argument(
         "--shared", choices=("on", "off"), default="off", help="the equivalence cache's shared tier in Redis"
+    )
+    parser.add_argument(
+        "--compare",
+        metavar="OTHER_TREE",
+        help="also run a replica of another checkout (a git worktree) on the same data, the same calls "
+        "alternating between the two; its figures go under other_tree",
     )
     args = parser.parse_args()
     if not 0 < args.candidates <= args.nodes:

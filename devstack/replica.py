@@ -33,7 +33,9 @@ class ServerProcess:
         *,
         health_port: int | None = None,
         client_tls: ssl.SSLContext | None = None,
+        tree: Path = REPO,
     ) -> None:
+        """``tree``: the checkout whose code the replica runs (another one: benchmarks comparing two trees)."""
         self.port = port or free_port()
         self.name = name
         self.url = f"{'https' if env.get('EXTENDER_TLS_CERT_FILE') else 'http'}://127.0.0.1:{self.port}"
@@ -47,7 +49,7 @@ class ServerProcess:
         self._log = self.log_path.open("wb")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "app", "--host", "127.0.0.1", "--port", str(self.port)],
-            cwd=REPO,
+            cwd=tree,
             env=full_env,
             stdout=self._log,
             stderr=subprocess.STDOUT,
