@@ -41,6 +41,8 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+GC_FREEZE_MIN_PODS = 1000  # a full load of at least this many pods is moved out of the cyclic GC's sight
+
 
 @dataclass(slots=True)
 class CacheStats:
@@ -253,9 +255,11 @@ class SnapshotCache:
             self.telemetry.snapshot_refresh.labels("full").observe(self.stats.last_full_load_seconds)
             # A 100k-pod snapshot is millions of objects; a full cyclic GC pass over them stalls a
             # request for 100-300 ms. Move them out of the collector's sight. Unfreezing first lets
-            # this collection reclaim cycles frozen by an earlier load (request frames, tasks).
-            gc.unfreeze()
-            gc.collect()
-            gc.freeze()
+            # this collection reclaim cycles frozen by an earlier load (request frames, tasks). A small
+            # snapshot gains nothing from it worth the full collection it costs.
+            if sum(len(info.pods) for info in snap.nodes.values()) + len(snap.pending) >= GC_FREEZE_MIN_PODS:
+                gc.unfreeze()
+                gc.collect()
+                gc.freeze()
             return snap
         raise RuntimeError("could not load a consistent snapshot: the store kept changing too much")

@@ -132,7 +132,7 @@ async def test_redis_restarted_empty_under_held_gang_members_binds_nothing_then_
                         found = await doc(client, replica, f"/v1/nodes/{node}")
                         if found is None or found["requested"].get(GPU, 0) != 0:
                             return False
-                return True
+                return await synced()  # the gang's pods relisted too, not only the nodes
 
             await eventually(rebuilt, 30)  # the leader lost its lease with the data: it campaigns and relists
 
@@ -144,10 +144,15 @@ async def test_redis_restarted_empty_under_held_gang_members_binds_nothing_then_
 
             await eventually(one_leader, 10)
 
-            results = await asyncio.wait_for(
-                asyncio.gather(*(bind(client, replicas[i % 2], p, f"rr-n{i % 2 + 1}") for i, p in enumerate(pods))),
-                20,
-            )
+            try:
+                results = await asyncio.wait_for(
+                    asyncio.gather(*(bind(client, replicas[i % 2], p, f"rr-n{i % 2 + 1}") for i, p in enumerate(pods))),
+                    20,
+                )
+            except TimeoutError:
+                seen = [await doc(client, replica, "/v1/gangs/rr/train") for replica in replicas]
+                logs = "\n".join(f"--- {replica.name}\n{replica.log()}" for replica in replicas)
+                raise AssertionError(f"the binds did not all answer within 20 s; the gang: {seen}\n{logs}") from None
             assert [error for error, _ in results] == ["", "", ""]
             placed = [fake_kube.client.get("Pod", p["metadata"]["name"], "rr")["spec"]["nodeName"] for p in pods]
             assert placed == ["rr-n1", "rr-n2", "rr-n1"]

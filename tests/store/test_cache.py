@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 import random
 
 import pytest
 
-from extenders.cache import SnapshotCache
+from extenders.cache import GC_FREEZE_MIN_PODS, SnapshotCache
 from extenders.model import ControllerInfo, NamespaceInfo, NodeFacts, PDBInfo, PodGroupInfo, PVCInfo, ServiceInfo
 from extenders.records import CONTROLLER, NAMESPACE, NODE, PDB, PODGROUP, PVC, SERVICE
 from extenders.snapshot import Snapshot
@@ -230,6 +231,22 @@ async def test_too_many_changes_fall_back_to_a_full_load(store: Store, epoch: in
     snap = await cache.refresh()
     assert cache.stats.full_loads == 2 and cache.stats.deltas == 0
     assert summary(snap) == summary(await fresh(store))
+
+
+async def test_only_a_large_snapshot_is_moved_out_of_the_collectors_sight(store: Store, epoch: int) -> None:
+    """A full load of many pods ends with a full collection and gc.freeze (no later GC pass walks them);
+    a small one skips both, since the collection would cost more than it saves."""
+    await seed(store, epoch, nodes=4, pods_per_node=2)
+    gc.unfreeze()
+    await SnapshotCache(store).refresh()
+    assert gc.get_freeze_count() == 0
+    await seed(store, epoch, nodes=20, pods_per_node=GC_FREEZE_MIN_PODS // 20)
+    try:
+        snap = await SnapshotCache(store).refresh()
+        assert sum(len(info.pods) for info in snap.nodes.values()) >= GC_FREEZE_MIN_PODS
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
 
 
 async def test_concurrent_refreshes_share_one_round_trip(counted: tuple[Store, RoundTrips], epoch: int) -> None:
