@@ -108,6 +108,7 @@ class Scheduler:
         entry = self._cycles.pop(uid, None)
         if entry is None or entry[0] < time.monotonic() - CYCLE_SNAPSHOT_SECONDS:
             return None
+        self.runtime.telemetry.cycle_snapshots.inc()
         return entry[1]
 
     async def snapshot(self, node_objects: list[Node] | None = None) -> Snapshot:

@@ -60,6 +60,11 @@ class Telemetry:
             buckets=_FAST_BUCKETS,
             registry=r,
         )
+        self.cycle_snapshots = Counter(
+            "extender_prioritize_cycle_snapshots_total",
+            "Prioritize calls answered on the snapshot their pod's filter read here in the same cycle (no catch-up).",
+            registry=r,
+        )
         self.watch_lag = Histogram(
             "extender_watch_lag_seconds",
             "From receiving a watch event to its batch being written to Redis (watch leader), by resource.",

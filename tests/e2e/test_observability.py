@@ -127,6 +127,7 @@ FAMILIES: dict[str, bool] = {
     "extender_snapshot_generation": True,
     "extender_cluster_generation": True,
     "extender_snapshot_refresh_seconds": True,
+    "extender_prioritize_cycle_snapshots": False,  # moves only where prioritize reaches the replica of its filter
     "extender_watch_lag_seconds": True,
     "extender_watch_events": True,
     "extender_leader": True,

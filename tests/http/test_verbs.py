@@ -205,13 +205,17 @@ def test_pods_of_one_class_reuse_raw_scores_and_the_stats_say_so(http: httpx.Cli
     assert 'extender_equivalence_cache_requests_total{result="hit",verb="prioritize"}' in http.get("/metrics").text
 
 
+def _metric(http: httpx.Client, series: str) -> float:
+    for line in http.get("/metrics").text.splitlines():
+        if line.startswith(series + " "):
+            return float(line.split()[-1])
+    raise AssertionError(f"no {series} in /metrics")
+
+
 def _catch_ups(http: httpx.Client) -> float:
     """How many times the replica has asked Redis what changed (the catch-up script); a scrape catches
     up once itself (the gang gauges read the snapshot), so each reading adds one to the next."""
-    for line in http.get("/metrics").text.splitlines():
-        if line.startswith('extender_redis_command_duration_seconds_count{command="catchup"}'):
-            return float(line.split()[-1])
-    raise AssertionError("no catch-up series in /metrics")
+    return _metric(http, 'extender_redis_command_duration_seconds_count{command="catchup"}')
 
 
 def test_prioritize_in_the_cycle_of_its_filter_reads_the_snapshot_the_filter_read(http: httpx.Client) -> None:
@@ -230,12 +234,14 @@ def test_prioritize_in_the_cycle_of_its_filter_reads_the_snapshot_the_filter_rea
         answer = http.post("/prioritize", json={"Pod": incoming, "NodeNames": names})
         return {entry["Host"]: entry["Score"] for entry in answer.json()}
 
+    cycles_before = _metric(http, "extender_prioritize_cycle_snapshots_total")
     in_cycle = scores()
-    assert _catch_ups(http) - before == 1 + 2  # this reading, the two filters; the prioritize read no Redis
+    assert _catch_ups(http) - before == 2 + 2  # two readings since, the two filters; the prioritize read no Redis
+    assert _metric(http, "extender_prioritize_cycle_snapshots_total") - cycles_before == 1
     assert in_cycle["cy-0"] == in_cycle["cy-1"], "the nodes as the pod's filter saw them: alike"
     after_cycle = scores()  # no filter of this pod just before: the current snapshot
     assert after_cycle["cy-1"] > after_cycle["cy-0"], after_cycle
-    assert _catch_ups(http) - before == 3 + 2
+    assert _catch_ups(http) - before == 4 + 2 + 1  # four readings since, the two filters, this prioritize
 
     http.post("/filter", json={"Pod": incoming, "NodeNames": names})
     time.sleep(CYCLE_SNAPSHOT_SECONDS + 0.1)  # past a cycle's time the filter's snapshot is not used
