@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -68,8 +69,14 @@ async def unavailable(request: Request, exc: Exception) -> JSONAnswer:
     return JSONAnswer({"detail": detail}, status_code=503)
 
 
+HANDLERS: dict[type[Exception], Callable[[Request, Exception], Awaitable[JSONAnswer]]] = {
+    RequestValidationError: validation_error,
+    BadRequest: bad_request,
+    SnapshotUnavailable: unavailable,
+    RedisError: unavailable,
+}
+
+
 def install(app: FastAPI) -> None:
-    app.add_exception_handler(RequestValidationError, validation_error)
-    app.add_exception_handler(BadRequest, bad_request)
-    app.add_exception_handler(SnapshotUnavailable, unavailable)
-    app.add_exception_handler(RedisError, unavailable)
+    for kind, handler in HANDLERS.items():
+        app.add_exception_handler(kind, handler)

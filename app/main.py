@@ -11,6 +11,7 @@ from fastapi import FastAPI
 
 from app import errors
 from app.body_limit import BodyLimitMiddleware
+from app.hot_verbs import HotVerbsMiddleware
 from app.json_body import JsonBodyMiddleware
 from app.metrics import Metrics
 from app.metrics_middleware import MetricsMiddleware
@@ -156,6 +157,7 @@ def create_app(settings: Settings | None = None, *, redis_embedded: bool = False
     app.state.extender = state
     # Added last = outermost: the metrics see requests the body limit rejects.
     app.add_middleware(JsonBodyMiddleware)
+    app.add_middleware(HotVerbsMiddleware, state=state)  # inside the body limit: it reads bodies
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     if settings.operator_token:  # outside the body limit: a request without the token reads no body
         app.add_middleware(OperatorTokenMiddleware, token=settings.operator_token)

@@ -9,12 +9,16 @@ import orjson
 from starlette.responses import Response
 
 
+def render(content: Any) -> bytes:
+    try:
+        return orjson.dumps(content)
+    except orjson.JSONEncodeError:
+        # orjson stops at 64-bit integers; an echoed object may carry larger ones.
+        return json.dumps(content, separators=(",", ":")).encode()
+
+
 class JSONAnswer(Response):
     media_type = "application/json"
 
     def render(self, content: Any) -> bytes:
-        try:
-            return orjson.dumps(content)
-        except orjson.JSONEncodeError:
-            # orjson stops at 64-bit integers; an echoed object may carry larger ones.
-            return json.dumps(content, separators=(",", ":")).encode()
+        return render(content)

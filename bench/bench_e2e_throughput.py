@@ -40,6 +40,7 @@ import httpx
 from app.embedded_redis import EmbeddedRedis, die_with_parent, free_port, stop_process
 from devstack.controlplane import ControlPlane, KubeScheduler, extender_entries, running_control_plane
 from devstack.kube import Kube, resources, wait_for
+from devstack.proc import cpu_seconds
 from devstack.stack import Stack
 
 ZONE = "topology.kubernetes.io/zone"
@@ -168,15 +169,6 @@ class NullExtender:
         stop_process(self.proc)
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU a process has used so far (0 once it is gone)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def run_phase(
     plane: ControlPlane,
     kube: Kube,
@@ -194,15 +186,15 @@ def run_phase(
     kube.create_namespace(namespace)
     created_s = create_all(kube, namespace, pod_bodies(kube, name, pods, apps))
     watch = BoundWatch(plane, namespace, pods)
-    before = {label: cpu_seconds(pid) for label, pid in processes.items()}
+    before = {label: cpu_seconds(pid) or 0.0 for label, pid in processes.items()}
     start = time.perf_counter()
     scheduler = KubeScheduler(plane, name, extenders, workdir, verbosity=1, qps=qps)
     try:
         ready_s = time.perf_counter() - start
         watch.wait(1800)
         elapsed = time.perf_counter() - start
-        used = {label: cpu_seconds(pid) - before[label] for label, pid in processes.items()}
-        used["kube-scheduler"] = cpu_seconds(scheduler.process.proc.pid)
+        used = {label: (cpu_seconds(pid) or 0.0) - before[label] for label, pid in processes.items()}
+        used["kube-scheduler"] = cpu_seconds(scheduler.process.proc.pid) or 0.0
     finally:
         scheduler.stop()
         watch.close()

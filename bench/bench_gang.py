@@ -38,6 +38,7 @@ from typing import Any
 import httpx
 
 from app.embedded_redis import EmbeddedRedis, free_port
+from devstack.proc import cpu_seconds
 from extenders.kube.config import build_http_client
 
 REPO = Path(__file__).resolve().parents[1]
@@ -59,15 +60,6 @@ def _wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float = 30.0) -
             pass
         time.sleep(0.1)
     raise RuntimeError(f"{url} not up within {timeout}s")
-
-
-def _cpu_seconds(pid: int) -> float | None:
-    """user+system CPU of a process so far (Linux), None where /proc is not there."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _node(name: str) -> dict[str, Any]:
@@ -167,7 +159,7 @@ class Bench:
     def _cpu(self) -> dict[str, float | None]:
         pids = {"api_server": self.procs[0].pid, "redis": self.redis.pid}
         pids.update({f"replica-{i + 1}": p.pid for i, p in enumerate(self.procs[1:])})
-        return {name: _cpu_seconds(pid) for name, pid in pids.items()} | {"bench": time.process_time()}
+        return {name: cpu_seconds(pid) for name, pid in pids.items()} | {"bench": time.process_time()}
 
     def _spawn(self, cmd: list[str], env: dict[str, str], log: Path) -> None:
         out = log.open("wb")

@@ -44,6 +44,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from app.embedded_redis import EmbeddedRedis  # noqa: E402
+from devstack.proc import cpu_seconds, resident_mb  # noqa: E402
 from devstack.replica import ServerProcess  # noqa: E402
 from extenders.convert import node_facts, pod_info  # noqa: E402
 from extenders.redis_connect import PoolOptions, RedisPool, RedisTarget  # noqa: E402
@@ -238,17 +239,20 @@ def stats(values: list[float]) -> dict[str, float]:
 
 
 def run_scenario(
-    clients: list[httpx.Client], names: list[str], pod: Json, args: argparse.Namespace, seed: int
+    clients: list[httpx.Client], pids: list[int], names: list[str], pod: Json, args: argparse.Namespace, seed: int
 ) -> list[dict[str, Any]]:
-    """One result per replica. With two, each gets the same pairs, in alternating order, so the
-    VM's drift (15-30% within minutes here) falls on both alike."""
+    """One result per replica (``pids``: theirs, for the CPU they use). With two, each gets the same
+    pairs, in alternating order, so the VM's drift (15-30% within minutes here) falls on both alike."""
     rng = random.Random(seed)
+    cpu_before: list[float] = []
     samples: list[dict[str, list[float]]] = [
         {k: [] for k in ("filter", "prioritize", "filter_prioritize", "rt_filter", "rt_prioritize", "rt_pair")}
         for _ in clients
     ]
     passing_total = prioritized_total = differ = 0
     for iteration in range(args.warmup + args.iterations):
+        if iteration == args.warmup:
+            cpu_before = [cpu_seconds(pid) or 0.0 for pid in pids]
         candidates = rng.sample(names, args.candidates)
         order = list(range(len(clients))) if iteration % 2 == 0 else list(reversed(range(len(clients))))
         answers: dict[int, tuple[Any, Any]] = {}
@@ -278,6 +282,7 @@ def run_scenario(
             ):
                 samples[at][key].append(value)
         differ += any(answers[at] != answers[0] for at in answers)
+    cpu_used = [(cpu_seconds(pid) or 0.0) - before for pid, before in zip(pids, cpu_before, strict=True)]
     results = [
         {
             "mean_passing": round(passing_total / args.iterations, 1),
@@ -288,8 +293,10 @@ def run_scenario(
                 "prioritize": stats(mine["rt_prioritize"]),
                 "filter_prioritize": stats(mine["rt_pair"]),
             },
+            # All the replica's CPU while the pairs ran (its idle work included), per pair.
+            "replica_cpu_ms_per_pair": round(1000 * used / args.iterations, 3),
         }
-        for mine in samples
+        for mine, used in zip(samples, cpu_used, strict=True)
     ]
     if len(clients) > 1:
         results[0]["pairs_answered_differently_by_the_other_tree"] = differ
@@ -350,12 +357,13 @@ async def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
             ready_seconds = time.perf_counter() - started
             rss_ready_mb = resident_mb(replica.proc.pid)
             clients = [httpx.Client(base_url=each.url, timeout=30.0) for each in replicas]
+            pids = [each.proc.pid for each in replicas]
             try:
-                plain, *plain_other = run_scenario(clients, names, incoming_pod(False), args, seed=2)
+                plain, *plain_other = run_scenario(clients, pids, names, incoming_pod(False), args, seed=2)
                 generation, rewritten = await add_affinity(store, epoch, pods)
                 for client in clients:
                     wait_generation(client, generation)
-                affinity, *affinity_other = run_scenario(clients, names, incoming_pod(True), args, seed=3)
+                affinity, *affinity_other = run_scenario(clients, pids, names, incoming_pod(True), args, seed=3)
                 affinity["existing_pods_with_anti_affinity"] = rewritten
                 rss_mb = resident_mb(replica.proc.pid)
             finally:
@@ -406,14 +414,6 @@ async def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
         "cpus": os.cpu_count(),
         "python": sys.version.split()[0],
     }
-
-
-def resident_mb(pid: int) -> float:
-    """The process's resident set size (VmRSS), in MiB."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return round(int(line.split()[1]) / 1024, 1)
-    return 0.0
 
 
 def main() -> int:

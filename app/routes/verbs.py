@@ -6,6 +6,7 @@ BadRequest (422) and SnapshotUnavailable (503) are mapped in app.errors.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
@@ -42,17 +43,32 @@ def _domain_error(state: AppState, verb: str, answer: dict[str, Any]) -> None:
         state.metrics.errors.labels(verb, "domain").inc()
 
 
-@router.post("/filter", response_model=ExtenderFilterResult, summary="Filter the candidate nodes for a pod")
-async def filter_nodes(args: ExtenderArgs, request: Request) -> JSONAnswer:
-    state = get_state(request)
+async def answer_filter(state: AppState, args: ExtenderArgs) -> dict[str, Any]:
     answer = await _scheduler(state).filter(args)
     _domain_error(state, "filter", answer)
-    return JSONAnswer(answer)
+    return answer
+
+
+async def answer_prioritize(state: AppState, args: ExtenderArgs) -> list[dict[str, Any]]:
+    return await _scheduler(state).prioritize(args)
+
+
+# The verbs kube-scheduler calls inside its scheduling cycle, by path: app.hot_verbs answers these
+# below the framework, with the same functions the routes call.
+CYCLE_VERBS: dict[str, Callable[[AppState, ExtenderArgs], Awaitable[Any]]] = {
+    "/filter": answer_filter,
+    "/prioritize": answer_prioritize,
+}
+
+
+@router.post("/filter", response_model=ExtenderFilterResult, summary="Filter the candidate nodes for a pod")
+async def filter_nodes(args: ExtenderArgs, request: Request) -> JSONAnswer:
+    return JSONAnswer(await answer_filter(get_state(request), args))
 
 
 @router.post("/prioritize", response_model=list[HostPriority], summary="Score the candidate nodes 0..10")
 async def prioritize_nodes(args: ExtenderArgs, request: Request) -> JSONAnswer:
-    return JSONAnswer(await _scheduler(get_state(request)).prioritize(args))
+    return JSONAnswer(await answer_prioritize(get_state(request), args))
 
 
 @router.post("/preempt", response_model=ExtenderPreemptionResult, summary="Choose nodes and victims for preemption")

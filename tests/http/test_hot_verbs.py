@@ -1,0 +1,93 @@
+"""Filter and prioritize answered below the router (app.hot_verbs) answer as the routed app does."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fastapi import FastAPI
+from fastapi.routing import APIRoute
+from fastapi.testclient import TestClient
+
+from app.hot_verbs import HotVerbsMiddleware
+from app.main import create_app
+from app.settings import Settings
+
+POD = {"metadata": {"name": "p", "namespace": "d", "uid": "u"}, "spec": {"containers": [{"name": "c"}]}}
+BAD_QUANTITY = {
+    "metadata": {"name": "p", "namespace": "d", "uid": "u"},
+    "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "lots"}}}]},
+}
+# (path, body bytes): valid calls, then each way a body can be refused.
+CALLS = [
+    ("/filter", {"Pod": POD, "NodeNames": ["a", "b"]}),
+    ("/prioritize", {"Pod": POD, "NodeNames": ["a", "b"]}),
+    ("/filter", {"Pod": POD, "Nodes": {"items": [{"metadata": {"name": "n1"}}]}}),
+    ("/prioritize", {"Pod": POD}),
+    ("/filter", b"{not json"),
+    ("/prioritize", b""),
+    ("/filter", {"Pod": {"metadata": {"name": 5}}}),
+    ("/filter", {"Pod": BAD_QUANTITY, "NodeNames": ["a"]}),
+    ("/prioritize", {"Pod": BAD_QUANTITY, "NodeNames": ["a"]}),
+]
+
+
+def _app(redis_url: str, prefix: str, hot: bool) -> FastAPI:
+    app = create_app(Settings(redis_url=redis_url, redis_prefix=prefix, kube_mode="off"))
+    if not hot:
+        app.user_middleware = [m for m in app.user_middleware if m.cls is not HotVerbsMiddleware]
+    return app
+
+
+@pytest.fixture
+def clients(redis_url: str, redis_prefix: str) -> Iterator[tuple[TestClient, TestClient]]:
+    with (
+        TestClient(_app(redis_url, redis_prefix, hot=True)) as hot,
+        TestClient(_app(redis_url, redis_prefix, hot=False)) as routed,
+    ):
+        yield hot, routed
+
+
+def _post(client: TestClient, path: str, body: Any) -> Any:
+    if isinstance(body, bytes):
+        return client.post(path, content=body, headers={"content-type": "application/json"})
+    return client.post(path, json=body)
+
+
+def test_the_cycle_verbs_skip_the_router_and_answer_as_it_does(
+    clients: tuple[TestClient, TestClient], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hot, routed = clients
+    handled: list[str] = []
+    handle = APIRoute.handle
+
+    async def counted(self: APIRoute, scope: Any, receive: Any, send: Any) -> None:
+        handled.append(self.path)
+        await handle(self, scope, receive, send)
+
+    monkeypatch.setattr(APIRoute, "handle", counted)
+    for path, body in CALLS:
+        handled.clear()
+        expected = _post(routed, path, body)
+        assert handled == [path]
+        handled.clear()
+        answer = _post(hot, path, body)
+        assert (answer.status_code, answer.json()) == (expected.status_code, expected.json()), (path, body)
+        assert answer.headers["content-type"] == expected.headers["content-type"] == "application/json"
+        assert int(answer.headers["content-length"]) == len(answer.content)
+        assert "server-timing" in answer.headers  # still inside the metrics middleware
+        # Only what the service answers itself skips the router; refused bodies take the app's way.
+        assert handled == ([] if expected.status_code == 200 else [path]), (path, expected.text)
+    assert any(expected.status_code == 200 for expected in [_post(routed, p, b) for p, b in CALLS[:2]])
+    metrics = hot.get("/metrics").text
+    assert 'extender_requests_total{code="200",verb="filter"}' in metrics
+    assert 'extender_requests_total{code="422",verb="filter"}' in metrics
+
+
+def test_a_body_over_the_limit_is_refused_before_the_hot_path_reads_it(redis_url: str, redis_prefix: str) -> None:
+    settings = Settings(redis_url=redis_url, redis_prefix=redis_prefix, kube_mode="off", max_body_bytes=2048)
+    with TestClient(create_app(settings)) as client:
+        body = {"Pod": POD, "NodeNames": [f"node-{i}" for i in range(400)]}
+        assert client.post("/filter", json=body).status_code == 413
+        assert client.post("/filter", json={"Pod": POD, "NodeNames": ["a"]}).status_code == 200
