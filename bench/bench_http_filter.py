@@ -180,6 +180,8 @@ async def write_ops(store: Store, epoch: int, ops: list[Op]) -> int:
 async def load_cluster(store: Store, epoch: int, nodes: list[Json], pods: list[PodSpec]) -> int:
     ops = [Op.node(node_facts(n)) for n in nodes]
     ops += [Op.pod(pod_info(pod_object(p, with_affinity=False))) for p in pods]
+    # The pod being scheduled, pending: kube-scheduler schedules pods the watch has already seen.
+    ops.append(Op.pod(pod_info(incoming_pod(False))))
     return await write_ops(store, epoch, ops)
 
 
@@ -187,6 +189,7 @@ async def add_affinity(store: Store, epoch: int, pods: list[PodSpec]) -> tuple[i
     """Rewrite the anti-affinity pods with their term; returns (generation, pods changed)."""
     changed = [p for p in pods if p.anti_affinity]
     ops = [Op.pod(pod_info(pod_object(p, with_affinity=True))) for p in changed]
+    ops.append(Op.pod(pod_info(incoming_pod(True))))  # the pending pod gains its term too
     return await write_ops(store, epoch, ops), len(changed)
 
 

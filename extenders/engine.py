@@ -27,7 +27,7 @@ import dataclasses
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from itertools import compress, repeat
-from operator import add, lt, mul, truediv
+from operator import add, attrgetter, contains, is_, is_not, lt, mul, not_, truediv
 from typing import Any
 
 from extenders.equivalence import FILTER, ClassMemo, digests, fingerprint_key, fingerprints
@@ -79,6 +79,7 @@ class _Layout:
     cross: list[tuple[int, CheckFn, Any]]
     key: str  # where a node keeps its fingerprints of ``families``
     tag: int  # the layout's steps and families, for entries shared between replicas
+    signature: str  # what ``tag`` digests, in full (no collision can pass one layout for another)
 
 
 def _invalid_check(pod: PodInfo, node: NodeInfo, state: Any) -> Verdict:
@@ -219,7 +220,8 @@ class PreparedPod:
                 signature.append(f"local:{name}:{len(families)}")
             signature.append("families:" + ",".join(families))
             key = fingerprint_key(tuple(families))
-            self._layout = _Layout(tuple(families), local, cross, key, layout_tag("|".join(signature)))
+            text = "|".join(signature)
+            self._layout = _Layout(tuple(families), local, cross, key, layout_tag(text), text)
         return self._layout
 
     def failures(self, node: NodeInfo | None) -> list[Verdict]:
@@ -378,7 +380,62 @@ def filter_nodes(
     return result
 
 
+_MISSING = object()
+_PODS = attrgetter("pods")
+
+
+def _holds_pod(snapshot: Snapshot, uid: str, names: list[str], infos: list[NodeInfo | None]) -> bool:
+    """Whether one of the candidates holds the pod ``uid`` (placed or reserved there). A pod the
+    snapshot has pending can only be placed as a reservation, which the summary indexes; for any
+    other, every candidate is looked at."""
+    if uid in snapshot.pending:
+        reserved = snapshot.find_reservation(uid)
+        return reserved is not None and reserved in names
+    return any(map(contains, map(_PODS, filter(None, infos)), repeat(uid)))
+
+
 def _filter_cached(prepared: PreparedPod, node_names: Iterable[str], memo: ClassMemo) -> FilterResult:
+    """``filter_prepared`` with node-local verdicts reused from ``memo`` (see ``_filter_walk``).
+
+    When every step is node-local and no candidate holds the pod, a candidate whose NodeInfo is
+    the very one ``memo.held`` names keeps its verdict in ``memo.outcome``: no node is read, only
+    three dictionaries, in C; the other candidates are walked (and held for the next call).
+    """
+    layout = prepared.layout()
+    names = node_names if isinstance(node_names, list) else list(node_names)
+    if layout.cross:
+        return _filter_walk(prepared, names, memo, hold=False)
+    snapshot = prepared.snapshot
+    infos = list(map(snapshot.nodes.get, names))
+    if _holds_pod(snapshot, prepared.pod.uid, names, infos):
+        return _filter_walk(prepared, names, memo, hold=False)
+    held = memo.held
+    if memo.held_layout != layout.signature:
+        held.clear()
+        memo.outcome.clear()
+        memo.held_layout = layout.signature
+    # An unknown name is never held: it is walked, and its verdict noted in ``outcome`` only.
+    same = list(map(is_, map(held.get, names, repeat(_MISSING)), infos))
+    computed = from_shared = 0
+    if False in same:
+        walked = _filter_walk(prepared, list(compress(names, map(not_, same))), memo, hold=True)
+        computed, from_shared = walked.computed, walked.shared
+    verdicts = list(map(memo.outcome.__getitem__, names))
+    result = FilterResult(list(compress(names, map(is_, verdicts, repeat(None)))))
+    if len(result.passing) != len(names):
+        failed, unresolvable = result.failed, result.unresolvable
+        for name, verdict in compress(zip(names, verdicts, strict=True), map(is_not, verdicts, repeat(None))):
+            if verdict is None:  # compressed out; the type checker cannot tell
+                continue
+            if verdict.unresolvable:
+                unresolvable[name] = verdict.reason
+            else:
+                failed[name] = verdict.reason
+    result.reused, result.computed, result.shared = len(names) - computed, computed, from_shared
+    return result
+
+
+def _filter_walk(prepared: PreparedPod, names: list[str], memo: ClassMemo, hold: bool) -> FilterResult:
     """``filter_prepared`` with node-local verdicts reused from ``memo`` where the parts of the node
     they rest on are unchanged, and stored there where not.
 
@@ -388,6 +445,8 @@ def _filter_cached(prepared: PreparedPod, node_names: Iterable[str], memo: Class
     order: those before the failing local step, or all of them when the node passed. A node the
     memo has no valid entry for may have one from another replica (``memo.shared``), taken when the
     digests it carries are the node's; what is computed goes to ``memo.outbox`` when there is one.
+    ``hold``: the layout has no cross steps and no node holds the pod; each node's verdict is noted
+    in ``memo.held`` and ``memo.outcome`` for ``_filter_cached``.
     """
     result = FilterResult()
     passing, failed, unresolvable = result.passing, result.failed, result.unresolvable
@@ -400,7 +459,7 @@ def _filter_cached(prepared: PreparedPod, node_names: Iterable[str], memo: Class
     entries = memo.filter
     shared = memo.shared.get(FILTER)
     outbox = memo.outbox
-    names = node_names if isinstance(node_names, list) else list(node_names)
+    held, held_verdicts = memo.held, memo.outcome
     pass_node = passing.append
     # Counted where rare (most nodes are reused): reused = every node - computed.
     computed = from_shared = 0
@@ -410,6 +469,10 @@ def _filter_cached(prepared: PreparedPod, node_names: Iterable[str], memo: Class
         if node is None or node.node is None:
             verdict = _NOT_FOUND
             computed += 1
+            if hold:
+                held_verdicts[name] = verdict
+                if node is not None:
+                    held[name] = node
         elif uid in node.pods:  # some filters leave the pod itself out: not a class-wide answer
             verdict = prepared.first_failure(node)
             computed += 1
@@ -441,6 +504,8 @@ def _filter_cached(prepared: PreparedPod, node_names: Iterable[str], memo: Class
                 entries[name] = (current, known, failed_at, verdict)
                 if outbox is not None:
                     outbox.append((FILTER, name, node, families, (tag, known, failed_at, verdict)))
+            if hold:
+                held[name], held_verdicts[name] = node, verdict
             if cross:
                 limit = everything if failed_at < 0 else failed_at
                 for before, check, state in cross:

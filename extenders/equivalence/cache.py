@@ -48,7 +48,20 @@ class ClassMemo:
     all-different pods pays little more than the digest.
     """
 
-    __slots__ = ("admitted", "fetched", "filter", "key", "outbox", "scores", "seen", "shared", "used")
+    __slots__ = (
+        "admitted",
+        "fetched",
+        "filter",
+        "held",
+        "held_layout",
+        "key",
+        "outbox",
+        "outcome",
+        "scores",
+        "seen",
+        "shared",
+        "used",
+    )
 
     def __init__(self, key: str, now: float) -> None:
         self.key = key
@@ -56,6 +69,13 @@ class ClassMemo:
         self.admitted = False
         self.seen: dict[str, int] = {}
         self.filter: dict[str, FilterEntry] = {}
+        # The filter's verdict by node name, for a layout without steps reading other nodes
+        # (``held_layout``: its signature), and the very NodeInfo it was judged on: a snapshot replaces
+        # a node's NodeInfo whenever the node changes, so the same object means the same verdict, told
+        # without reading the node at all (see extenders.engine._filter_cached).
+        self.held: dict[str, NodeInfo] = {}
+        self.outcome: dict[str, Verdict | None] = {}
+        self.held_layout = ""
         self.scores: dict[str, dict[str, ScoreEntry]] = {}  # scorer group -> node name -> entry
         # The shared tier's part (extenders.equivalence.shared): entries another replica stored, as
         # bytes by ``FILTER`` or scorer group, then node name, taken (and checked) on a local miss;
@@ -68,6 +88,7 @@ class ClassMemo:
     def entries(self) -> int:
         return (
             len(self.filter)
+            + len(self.outcome)
             + sum(len(scores) for scores in self.scores.values())
             + sum(len(blobs) for blobs in self.shared.values())
         )

@@ -263,3 +263,57 @@ def test_a_read_write_once_pod_claim_taken_elsewhere_is_not_answered_from_the_ca
         cached = engine.filter_nodes(policy, pod, snap, names, cache.memo(pod))
         assert _answers(cached) == _answers(fresh)
         assert (fresh.passing == []) is (user is not None)
+
+
+def test_a_warm_class_reads_only_the_nodes_that_changed(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A class whose steps are all node-local answers a candidate whose NodeInfo it judged before
+    # without walking it; a node the snapshot replaced (any change) is walked again.
+    policy = default_policy()
+    world = World(11)
+    rng = random.Random(5)
+    pod = _pod(rng, "walker", 0)  # no terms, no spread: every step node-local
+    walked: list[str] = []
+    walk = engine._filter_walk
+
+    def counted(prepared: Any, names: list[str], memo: Any, hold: bool) -> engine.FilterResult:
+        walked.extend(names)
+        return walk(prepared, names, memo, hold)
+
+    monkeypatch.setattr(engine, "_filter_walk", counted)
+    cache = EquivalenceCache()
+    changed: list[str] = []
+    for step in range(60):
+        snap = world.snapshot()
+        names = sorted(snap.nodes)
+        before = dict(snap.nodes)
+        walked.clear()
+        cached = engine.filter_nodes(policy, pod, snap, names, cache.memo(pod, "filter"))
+        assert _answers(cached) == _answers(engine.filter_nodes(policy, pod, snap, names)), f"step {step}"
+        if step >= 2:  # admitted on the second sighting; from the third call on, only changes are walked
+            assert sorted(walked) == sorted(changed), f"step {step}"
+        world.step()
+        changed = [n for n, info in world.nodes.items() if before.get(n) is not info]
+
+
+def test_a_pending_pod_reserved_on_a_candidate_does_not_lend_its_verdict_to_its_class() -> None:
+    # As the test above, with the pod pending in the snapshot too (as the watch writes it) and held
+    # on n1 by its own reservation: the snapshot says where it can be without reading any node.
+    policy = default_policy()
+    rng = random.Random(1)
+    a, b = _pod(rng, "a", 4), _pod(rng, "b", 4)
+    placed = dataclasses.replace(a, node_name="n1", assumed=True)
+    facts = _facts(random.Random(2), "n1")
+    facts.taints, facts.unschedulable, facts.conditions = [], False, {"Ready": "True"}
+    facts.allocatable = {"cpu": 8000, "memory": 8 * GI, "pods": 110}
+    other = dataclasses.replace(facts, name="n2", labels={**facts.labels, "kubernetes.io/hostname": "n2"})
+    snap = Snapshot(
+        nodes={"n1": NodeInfo.build("n1", facts, [placed]), "n2": NodeInfo.build("n2", other, [])},
+        pending={a.uid: a, b.uid: b},
+        sealed=True,
+    )
+    cache = EquivalenceCache()
+    for _ in range(3):
+        assert engine.filter_nodes(policy, a, snap, ["n1", "n2"], cache.memo(a)).passing == ["n1", "n2"]
+    sibling = engine.filter_nodes(policy, b, snap, ["n1", "n2"], cache.memo(b))
+    assert sibling.passing == ["n2"] and "n1" in sibling.failed
+    assert engine.filter_nodes(policy, a, snap, ["n2", "n1"], cache.memo(a)).passing == ["n2", "n1"]
