@@ -27,7 +27,7 @@ import dataclasses
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from itertools import compress, repeat
-from operator import add, attrgetter, contains, is_, is_not, lt, mul, not_, truediv
+from operator import add, attrgetter, contains, is_, is_not, itemgetter, lt, mul, not_, truediv
 from typing import Any
 
 from extenders.equivalence import FILTER, ClassMemo, digests, fingerprint_key, fingerprints
@@ -382,6 +382,7 @@ def filter_nodes(
 
 _MISSING = object()
 _PODS = attrgetter("pods")
+_SCORES = itemgetter(1)  # of a ScoreEntry
 
 
 def _holds_pod(snapshot: Snapshot, uid: str, names: list[str], infos: list[NodeInfo | None]) -> bool:
@@ -600,17 +601,31 @@ def _cached_raw(
     entries = memo.scores.get(group.key)
     if entries is None:
         entries = memo.scores[group.key] = {}
+    held = memo.score_held.get(group.key)
+    if held is None:
+        held = memo.score_held[group.key] = {}
+    # A node whose NodeInfo is the one its entry was last found valid on keeps it unread (see
+    # ``_filter_cached``); when that holds for every node, the columns come straight from the entries.
+    same = list(map(is_, map(held.get, names, repeat(_MISSING)), infos))
+    if False not in same:
+        counts.reused += len(infos) * len(members)
+        return list(map(list, zip(*map(_SCORES, map(entries.__getitem__, names)), strict=True)))
     shared = memo.shared.get(group.key)
     rows: list[tuple[float, ...]] = []
     append = rows.append
     missing: list[int] = []
     current_of: list[tuple[Any, ...]] = []
-    for info, entry in zip(infos, map(entries.get, names), strict=True):  # ``names``: the infos' names
+    # ``names``: the infos' names
+    for info, entry, kept in zip(infos, map(entries.get, names), same, strict=True):
+        if kept:
+            append(entry[1])  # type: ignore[index]  # held names have entries
+            continue
         current = info.derived.get(key)
         if current is None:
             current = fingerprints(info, families, key)
         if entry is not None and (entry[0] is current or entry[0] == current):
             append(entry[1])
+            held[info.name] = info
         elif (
             shared
             and (blob := shared.pop(info.name, None)) is not None
@@ -618,6 +633,7 @@ def _cached_raw(
         ):
             append(values)
             entries[info.name] = (current, values)
+            held[info.name] = info
             counts.shared += len(members)
         else:
             missing.append(len(rows))
@@ -637,11 +653,12 @@ def _cached_raw(
         for i, current, values in zip(missing, current_of, zip(*columns, strict=True), strict=True):
             rows[i] = values
             entries[names[i]] = (current, values)
+            held[names[i]] = infos[i]
             if outbox is not None:
                 outbox.append((group.key, names[i], infos[i], group.families, values))
     counts.reused += (len(infos) - len(missing)) * len(members)
     counts.computed += len(missing) * len(members)
-    return [list(column) for column in zip(*rows, strict=True)]
+    return list(map(list, zip(*rows, strict=True)))
 
 
 def group_key(priorities: Iterable[str]) -> str:

@@ -57,6 +57,7 @@ class ClassMemo:
         "key",
         "outbox",
         "outcome",
+        "score_held",
         "scores",
         "seen",
         "shared",
@@ -77,6 +78,8 @@ class ClassMemo:
         self.outcome: dict[str, Verdict | None] = {}
         self.held_layout = ""
         self.scores: dict[str, dict[str, ScoreEntry]] = {}  # scorer group -> node name -> entry
+        # Scorer group -> node name -> the NodeInfo its entry in ``scores`` was last found valid on.
+        self.score_held: dict[str, dict[str, NodeInfo]] = {}
         # The shared tier's part (extenders.equivalence.shared): entries another replica stored, as
         # bytes by ``FILTER`` or scorer group, then node name, taken (and checked) on a local miss;
         # the verbs already fetched; what this replica computed and has not handed over yet (None:
