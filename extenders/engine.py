@@ -27,8 +27,8 @@ import dataclasses
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from itertools import compress, repeat
-from operator import add, attrgetter, contains, is_, is_not, itemgetter, lt, mul, not_, truediv
-from typing import Any
+from operator import add, attrgetter, contains, eq, is_, is_not, itemgetter, lt, mul, not_, truediv
+from typing import Any, cast
 
 from extenders.equivalence import FILTER, ClassMemo, digests, fingerprint_key, fingerprints
 from extenders.equivalence.packing import layout_tag, unpack_filter, unpack_scores
@@ -380,34 +380,38 @@ def filter_nodes(
     return result
 
 
-_MISSING = object()
 _PODS = attrgetter("pods")
+_VERSION = attrgetter("version")
 _SCORES = itemgetter(1)  # of a ScoreEntry
 
 
-def _holds_pod(snapshot: Snapshot, uid: str, names: list[str], infos: list[NodeInfo | None]) -> bool:
-    """Whether one of the candidates holds the pod ``uid`` (placed or reserved there). A pod the
-    snapshot has pending can only be placed as a reservation, which the summary indexes; for any
-    other, every candidate is looked at."""
+def _holds_pod(snapshot: Snapshot, uid: str, names: list[str], infos: list[NodeInfo]) -> bool:
+    """Whether one of the candidates (``infos``, named ``names``) holds the pod ``uid`` (placed or
+    reserved there). A pod the snapshot has pending can only be placed as a reservation, which the
+    summary indexes; for any other, every candidate is looked at."""
     if uid in snapshot.pending:
         reserved = snapshot.find_reservation(uid)
         return reserved is not None and reserved in names
-    return any(map(contains, map(_PODS, filter(None, infos)), repeat(uid)))
+    return any(map(contains, map(_PODS, infos), repeat(uid)))
 
 
 def _filter_cached(prepared: PreparedPod, node_names: Iterable[str], memo: ClassMemo) -> FilterResult:
     """``filter_prepared`` with node-local verdicts reused from ``memo`` (see ``_filter_walk``).
 
-    When every step is node-local and no candidate holds the pod, a candidate whose NodeInfo is
-    the very one ``memo.held`` names keeps its verdict in ``memo.outcome``: no node is read, only
-    three dictionaries, in C; the other candidates are walked (and held for the next call).
+    When every step is node-local, every candidate is known and none holds the pod, a candidate
+    whose ``NodeInfo.version`` is the one ``memo.held`` notes keeps its verdict in ``memo.outcome``:
+    a few passes over the names in C, reading one field of each node instead of its fingerprints
+    and entry; the other candidates are walked (and held for the next call).
     """
     layout = prepared.layout()
     names = node_names if isinstance(node_names, list) else list(node_names)
     if layout.cross:
         return _filter_walk(prepared, names, memo, hold=False)
     snapshot = prepared.snapshot
-    infos = list(map(snapshot.nodes.get, names))
+    found = list(map(snapshot.nodes.get, names))
+    if any(map(is_, found, repeat(None))):
+        return _filter_walk(prepared, names, memo, hold=False)
+    infos = cast(list[NodeInfo], found)
     if _holds_pod(snapshot, prepared.pod.uid, names, infos):
         return _filter_walk(prepared, names, memo, hold=False)
     held = memo.held
@@ -415,8 +419,7 @@ def _filter_cached(prepared: PreparedPod, node_names: Iterable[str], memo: Class
         held.clear()
         memo.outcome.clear()
         memo.held_layout = layout.signature
-    # An unknown name is never held: it is walked, and its verdict noted in ``outcome`` only.
-    same = list(map(is_, map(held.get, names, repeat(_MISSING)), infos))
+    same = list(map(eq, map(held.get, names, repeat(0)), map(_VERSION, infos)))  # versions start at 1
     computed = from_shared = 0
     if False in same:
         walked = _filter_walk(prepared, list(compress(names, map(not_, same))), memo, hold=True)
@@ -470,10 +473,8 @@ def _filter_walk(prepared: PreparedPod, names: list[str], memo: ClassMemo, hold:
         if node is None or node.node is None:
             verdict = _NOT_FOUND
             computed += 1
-            if hold:
-                held_verdicts[name] = verdict
-                if node is not None:
-                    held[name] = node
+            if hold and node is not None:
+                held[name], held_verdicts[name] = node.version, verdict
         elif uid in node.pods:  # some filters leave the pod itself out: not a class-wide answer
             verdict = prepared.first_failure(node)
             computed += 1
@@ -506,7 +507,7 @@ def _filter_walk(prepared: PreparedPod, names: list[str], memo: ClassMemo, hold:
                 if outbox is not None:
                     outbox.append((FILTER, name, node, families, (tag, known, failed_at, verdict)))
             if hold:
-                held[name], held_verdicts[name] = node, verdict
+                held[name], held_verdicts[name] = node.version, verdict
             if cross:
                 limit = everything if failed_at < 0 else failed_at
                 for before, check, state in cross:
@@ -604,9 +605,9 @@ def _cached_raw(
     held = memo.score_held.get(group.key)
     if held is None:
         held = memo.score_held[group.key] = {}
-    # A node whose NodeInfo is the one its entry was last found valid on keeps it unread (see
+    # A node at the version its entry was last found valid at keeps it unchecked (see
     # ``_filter_cached``); when that holds for every node, the columns come straight from the entries.
-    same = list(map(is_, map(held.get, names, repeat(_MISSING)), infos))
+    same = list(map(eq, map(held.get, names, repeat(0)), map(_VERSION, infos)))
     if False not in same:
         counts.reused += len(infos) * len(members)
         return list(map(list, zip(*map(_SCORES, map(entries.__getitem__, names)), strict=True)))
@@ -625,7 +626,7 @@ def _cached_raw(
             current = fingerprints(info, families, key)
         if entry is not None and (entry[0] is current or entry[0] == current):
             append(entry[1])
-            held[info.name] = info
+            held[info.name] = info.version
         elif (
             shared
             and (blob := shared.pop(info.name, None)) is not None
@@ -633,7 +634,7 @@ def _cached_raw(
         ):
             append(values)
             entries[info.name] = (current, values)
-            held[info.name] = info
+            held[info.name] = info.version
             counts.shared += len(members)
         else:
             missing.append(len(rows))
@@ -653,7 +654,7 @@ def _cached_raw(
         for i, current, values in zip(missing, current_of, zip(*columns, strict=True), strict=True):
             rows[i] = values
             entries[names[i]] = (current, values)
-            held[names[i]] = infos[i]
+            held[names[i]] = infos[i].version
             if outbox is not None:
                 outbox.append((group.key, names[i], infos[i], group.families, values))
     counts.reused += (len(infos) - len(missing)) * len(members)

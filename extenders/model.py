@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import count
 from typing import Any
 
 from extenders.resources import PODS
@@ -137,6 +138,9 @@ def _drop_from(index: dict[Any, list[PodInfo]], key: Any, pod: PodInfo) -> None:
         del index[key]
 
 
+_stamp = count(1).__next__  # NodeInfo.version: atomic under the GIL
+
+
 @dataclass(slots=True)
 class NodeInfo:
     """A node and the pods placed on it, with the aggregates the predicates read.
@@ -159,8 +163,10 @@ class NodeInfo:
     # label_key(namespace, label key, label value). Lists, as a node holds few pods; terminating
     # pods are included (callers decide).
     pods_by_label: dict[LabelKey, list[PodInfo]] = field(default_factory=dict, compare=False, repr=False)
-    # Bumped by every add_pod/remove_pod, so snapshot-wide summaries notice in-place changes.
-    version: int = field(default=0, compare=False)
+    # A stamp no other NodeInfo state of this process shares, renewed by every add_pod/remove_pod:
+    # snapshot-wide summaries notice in-place changes by it, and the equivalence cache remembers a
+    # node's state by it without keeping the node alive.
+    version: int = field(default_factory=lambda: _stamp(), compare=False)
     # Scratch space for data predicates derive from this node's pods (e.g. compiled terms),
     # filled lazily by them and emptied by add_pod/remove_pod. Not part of any record.
     derived: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
@@ -184,7 +190,7 @@ class NodeInfo:
         """Account for a pod; a pod already present is replaced."""
         if pod.uid in self.pods:
             self.remove_pod(pod.uid)
-        self.version += 1
+        self.version = _stamp()
         self.derived.clear()
         self.pods[pod.uid] = pod
         requested = self.requested
@@ -211,7 +217,7 @@ class NodeInfo:
         pod = self.pods.pop(uid, None)
         if pod is None:
             return None
-        self.version += 1
+        self.version = _stamp()
         self.derived.clear()
         requested = self.requested
         for name, amount in pod.requests.items():

@@ -71,15 +71,15 @@ class ClassMemo:
         self.seen: dict[str, int] = {}
         self.filter: dict[str, FilterEntry] = {}
         # The filter's verdict by node name, for a layout without steps reading other nodes
-        # (``held_layout``: its signature), and the very NodeInfo it was judged on: a snapshot replaces
-        # a node's NodeInfo whenever the node changes, so the same object means the same verdict, told
-        # without reading the node at all (see extenders.engine._filter_cached).
-        self.held: dict[str, NodeInfo] = {}
+        # (``held_layout``: its signature), and the ``NodeInfo.version`` it was judged at: no two node
+        # states share a version, so an equal one means the same verdict, told without reading more
+        # of the node (see extenders.engine._filter_cached).
+        self.held: dict[str, int] = {}
         self.outcome: dict[str, Verdict | None] = {}
         self.held_layout = ""
         self.scores: dict[str, dict[str, ScoreEntry]] = {}  # scorer group -> node name -> entry
-        # Scorer group -> node name -> the NodeInfo its entry in ``scores`` was last found valid on.
-        self.score_held: dict[str, dict[str, NodeInfo]] = {}
+        # Scorer group -> node name -> the NodeInfo.version its entry in ``scores`` was last found valid at.
+        self.score_held: dict[str, dict[str, int]] = {}
         # The shared tier's part (extenders.equivalence.shared): entries another replica stored, as
         # bytes by ``FILTER`` or scorer group, then node name, taken (and checked) on a local miss;
         # the verbs already fetched; what this replica computed and has not handed over yet (None:

@@ -317,3 +317,26 @@ def test_a_pending_pod_reserved_on_a_candidate_does_not_lend_its_verdict_to_its_
     sibling = engine.filter_nodes(policy, b, snap, ["n1", "n2"], cache.memo(b))
     assert sibling.passing == ["n2"] and "n1" in sibling.failed
     assert engine.filter_nodes(policy, a, snap, ["n2", "n1"], cache.memo(a)).passing == ["n2", "n1"]
+
+
+def test_a_node_changed_in_place_is_judged_again() -> None:
+    # Work copies (tests, preemption's trials) edit a NodeInfo in place; its version changes with
+    # every pod added or removed, so a verdict held for it does not outlive the edit.
+    policy = default_policy()
+    facts = _facts(random.Random(6), "n1")
+    facts.taints, facts.unschedulable, facts.conditions = [], False, {"Ready": "True"}
+    facts.allocatable = {"cpu": 1000, "memory": 8 * GI, "pods": 110}
+    info = NodeInfo.build("n1", facts, [])
+    snap = Snapshot(nodes={"n1": info})
+    pod = PodInfo(namespace="ns", name="p", uid="p", requests={"cpu": 600}, nonzero_cpu=600, nonzero_memory=GI)
+    cache = EquivalenceCache()
+    for _ in range(3):
+        assert engine.filter_nodes(policy, pod, snap, ["n1"], cache.memo(pod)).passing == ["n1"]
+        assert engine.prioritize_nodes(policy, pod, snap, ["n1"], cache.memo(pod, "prioritize"))
+    before = engine.prioritize_nodes(policy, pod, snap, ["n1"], cache.memo(pod, "prioritize"))
+    info.add_pod(PodInfo(namespace="ns", name="q", uid="q", node_name="n1", requests={"cpu": 500}, nonzero_cpu=500))
+    cached = engine.filter_nodes(policy, pod, snap, ["n1"], cache.memo(pod))
+    assert cached.passing == [] and "n1" in cached.failed
+    assert _answers(cached) == _answers(engine.filter_nodes(policy, pod, snap, ["n1"]))
+    fresh = engine.prioritize_nodes(policy, pod, snap, ["n1"])
+    assert engine.prioritize_nodes(policy, pod, snap, ["n1"], cache.memo(pod, "prioritize")) == fresh != before
