@@ -56,6 +56,10 @@ class FilterResult:
     computed: int = 0  # nodes evaluated afresh while the cache was in use
     shared: int = 0  # of ``reused``, verdicts another replica computed (the shared tier)
 
+    def fail(self, name: str, verdict: Verdict) -> None:
+        """Note a failing node: in ``unresolvable`` when preemption cannot help, else in ``failed``."""
+        (self.unresolvable if verdict.unresolvable else self.failed)[name] = verdict.reason
+
 
 @dataclass(slots=True)
 class _Step:
@@ -344,7 +348,7 @@ def _yield_to_nominated(prepared: PreparedPod, result: FilterResult, nominated: 
     for name, verdict in overrides.items():
         result.failed.pop(name, None)
         result.unresolvable.pop(name, None)
-        (result.unresolvable if verdict.unresolvable else result.failed)[name] = verdict.reason
+        result.fail(name, verdict)
 
 
 def combine(verdicts: list[Verdict]) -> Verdict:
@@ -427,14 +431,10 @@ def _filter_cached(prepared: PreparedPod, node_names: Iterable[str], memo: Class
     verdicts = list(map(memo.outcome.__getitem__, names))
     result = FilterResult(list(compress(names, map(is_, verdicts, repeat(None)))))
     if len(result.passing) != len(names):
-        failed, unresolvable = result.failed, result.unresolvable
+        fail = result.fail
         for name, verdict in compress(zip(names, verdicts, strict=True), map(is_not, verdicts, repeat(None))):
-            if verdict is None:  # compressed out; the type checker cannot tell
-                continue
-            if verdict.unresolvable:
-                unresolvable[name] = verdict.reason
-            else:
-                failed[name] = verdict.reason
+            if verdict is not None:  # always (compressed so); the type checker cannot tell
+                fail(name, verdict)
     result.reused, result.computed, result.shared = len(names) - computed, computed, from_shared
     return result
 
