@@ -24,7 +24,7 @@ priority's weight is accepted (classic files say 10000) but not used.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import add, attrgetter, contains, eq, is_, is_not, itemgetter, lt, mul, not_, truediv
@@ -402,15 +402,14 @@ def _holds_pod(snapshot: Snapshot, uid: str, names: list[str], infos: list[NodeI
 def _filter_cached(prepared: PreparedPod, node_names: Iterable[str], memo: ClassMemo) -> FilterResult:
     """``filter_prepared`` with node-local verdicts reused from ``memo`` (see ``_filter_walk``).
 
-    When every step is node-local, every candidate is known and none holds the pod, a candidate
-    whose ``NodeInfo.version`` is the one ``memo.held`` notes keeps its verdict in ``memo.outcome``:
-    a few passes over the names in C, reading one field of each node instead of its fingerprints
-    and entry; the other candidates are walked (and held for the next call).
+    When every candidate is known and none holds the pod, a candidate whose ``NodeInfo.version``
+    is the one ``memo.held`` notes keeps its node-local verdict in ``memo.outcome``, read without the
+    node's fingerprints and entry. With every step node-local that is the answer, in a few passes
+    over the names in C, and only the other candidates are walked (and held for the next call); with
+    steps that read other nodes, the walk takes the held verdicts and runs those steps on each node.
     """
     layout = prepared.layout()
     names = node_names if isinstance(node_names, list) else list(node_names)
-    if layout.cross:
-        return _filter_walk(prepared, names, memo, hold=False)
     snapshot = prepared.snapshot
     found = list(map(snapshot.nodes.get, names))
     if any(map(is_, found, repeat(None))):
@@ -422,8 +421,11 @@ def _filter_cached(prepared: PreparedPod, node_names: Iterable[str], memo: Class
     if memo.held_layout != layout.signature:
         held.clear()
         memo.outcome.clear()
+        memo.held_at.clear()
         memo.held_layout = layout.signature
     same = list(map(eq, map(held.get, names, repeat(0)), map(_VERSION, infos)))  # versions start at 1
+    if layout.cross:  # the steps that read other nodes still run on each node
+        return _filter_walk(prepared, names, memo, hold=True, infos=infos, kept=same)
     computed = from_shared = 0
     if False in same:
         walked = _filter_walk(prepared, list(compress(names, map(not_, same))), memo, hold=True)
@@ -439,7 +441,14 @@ def _filter_cached(prepared: PreparedPod, node_names: Iterable[str], memo: Class
     return result
 
 
-def _filter_walk(prepared: PreparedPod, names: list[str], memo: ClassMemo, hold: bool) -> FilterResult:
+def _filter_walk(
+    prepared: PreparedPod,
+    names: list[str],
+    memo: ClassMemo,
+    hold: bool,
+    infos: Sequence[NodeInfo | None] | None = None,
+    kept: list[bool] | None = None,
+) -> FilterResult:
     """``filter_prepared`` with node-local verdicts reused from ``memo`` where the parts of the node
     they rest on are unchanged, and stored there where not.
 
@@ -449,8 +458,9 @@ def _filter_walk(prepared: PreparedPod, names: list[str], memo: ClassMemo, hold:
     order: those before the failing local step, or all of them when the node passed. A node the
     memo has no valid entry for may have one from another replica (``memo.shared``), taken when the
     digests it carries are the node's; what is computed goes to ``memo.outbox`` when there is one.
-    ``hold``: the layout has no cross steps and no node holds the pod; each node's verdict is noted
-    in ``memo.held`` and ``memo.outcome`` for ``_filter_cached``.
+    ``hold``: no node holds the pod; each node's node-local verdict is noted in ``memo.held``,
+    ``memo.outcome`` and ``memo.held_at`` for ``_filter_cached``, and ``kept`` (with ``infos``, the
+    named nodes) says which nodes' noted verdicts still hold: those are taken as they are.
     """
     result = FilterResult()
     passing, failed, unresolvable = result.passing, result.failed, result.unresolvable
@@ -463,18 +473,22 @@ def _filter_walk(prepared: PreparedPod, names: list[str], memo: ClassMemo, hold:
     entries = memo.filter
     shared = memo.shared.get(FILTER)
     outbox = memo.outbox
-    held, held_verdicts = memo.held, memo.outcome
+    held, held_verdicts, held_at = memo.held, memo.outcome, memo.held_at
     pass_node = passing.append
     # Counted where rare (most nodes are reused): reused = every node - computed.
     computed = from_shared = 0
-    for name in names:
-        node = nodes.get(name)
+    found = infos if infos is not None else list(map(nodes.get, names))
+    for name, node, still in zip(names, found, kept or [False] * len(names), strict=True):
         verdict: Verdict | None
-        if node is None or node.node is None:
+        if still and node is not None:  # (a node is held only when known)
+            verdict = held_verdicts[name]
+            if cross and verdict is not _NOT_FOUND:
+                verdict = _cross_checks(pod, node, cross, held_at[name], everything, verdict)
+        elif node is None or node.node is None:
             verdict = _NOT_FOUND
             computed += 1
             if hold and node is not None:
-                held[name], held_verdicts[name] = node.version, verdict
+                held[name], held_verdicts[name], held_at[name] = node.version, verdict, -1
         elif uid in node.pods:  # some filters leave the pod itself out: not a class-wide answer
             verdict = prepared.first_failure(node)
             computed += 1
@@ -507,16 +521,9 @@ def _filter_walk(prepared: PreparedPod, names: list[str], memo: ClassMemo, hold:
                 if outbox is not None:
                     outbox.append((FILTER, name, node, families, (tag, known, failed_at, verdict)))
             if hold:
-                held[name], held_verdicts[name] = node.version, verdict
+                held[name], held_verdicts[name], held_at[name] = node.version, verdict, failed_at
             if cross:
-                limit = everything if failed_at < 0 else failed_at
-                for before, check, state in cross:
-                    if before > limit:
-                        break
-                    outcome = check(pod, node, state)
-                    if not outcome.fit:
-                        verdict = outcome
-                        break
+                verdict = _cross_checks(pod, node, cross, failed_at, everything, verdict)
         if verdict is None:
             pass_node(name)
         elif verdict.unresolvable:
@@ -525,6 +532,26 @@ def _filter_walk(prepared: PreparedPod, names: list[str], memo: ClassMemo, hold:
             failed[name] = verdict.reason
     result.reused, result.computed, result.shared = len(names) - computed, computed, from_shared
     return result
+
+
+def _cross_checks(
+    pod: PodInfo,
+    node: NodeInfo,
+    cross: list[tuple[int, CheckFn, Any]],
+    failed_at: int,
+    everything: int,
+    verdict: Verdict | None,
+) -> Verdict | None:
+    """The node's verdict once the steps that read other nodes have run, in policy order: those
+    before the first failing node-local step (``failed_at``; all of them when none failed)."""
+    limit = everything if failed_at < 0 else failed_at
+    for before, check, state in cross:
+        if before > limit:
+            break
+        outcome = check(pod, node, state)
+        if not outcome.fit:
+            return outcome
+    return verdict
 
 
 def filter_prepared(prepared: PreparedPod, node_names: Iterable[str]) -> FilterResult:

@@ -53,6 +53,7 @@ class ClassMemo:
         "fetched",
         "filter",
         "held",
+        "held_at",
         "held_layout",
         "key",
         "outbox",
@@ -70,12 +71,15 @@ class ClassMemo:
         self.admitted = False
         self.seen: dict[str, int] = {}
         self.filter: dict[str, FilterEntry] = {}
-        # The filter's verdict by node name, for a layout without steps reading other nodes
-        # (``held_layout``: its signature), and the ``NodeInfo.version`` it was judged at: no two node
+        # The filter's node-local verdict by node name, for one layout (``held_layout``: its
+        # signature), and the ``NodeInfo.version`` it was judged at: no two node
         # states share a version, so an equal one means the same verdict, told without reading more
         # of the node (see extenders.engine._filter_cached).
         self.held: dict[str, int] = {}
         self.outcome: dict[str, Verdict | None] = {}
+        # With steps that read other nodes in the layout: where the node-local steps failed (-1:
+        # nowhere), which says which of those steps still run.
+        self.held_at: dict[str, int] = {}
         self.held_layout = ""
         self.scores: dict[str, dict[str, ScoreEntry]] = {}  # scorer group -> node name -> entry
         # Scorer group -> node name -> the NodeInfo.version its entry in ``scores`` was last found valid at.

@@ -340,3 +340,43 @@ def test_a_node_changed_in_place_is_judged_again() -> None:
     assert _answers(cached) == _answers(engine.filter_nodes(policy, pod, snap, ["n1"]))
     fresh = engine.prioritize_nodes(policy, pod, snap, ["n1"])
     assert engine.prioritize_nodes(policy, pod, snap, ["n1"], cache.memo(pod, "prioritize")) == fresh != before
+
+
+class _CountedEntries(dict[str, Any]):
+    """A class's filter entries, noting which node names were looked up."""
+
+    def __init__(self, entries: dict[str, Any], reads: list[str]) -> None:
+        super().__init__(entries)
+        self.reads = reads
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.reads.append(key)
+        return super().get(key, default)
+
+
+def test_with_steps_that_read_other_nodes_a_warm_class_reads_only_changed_nodes_entries() -> None:
+    # An anti-affinity pod: its inter-pod step runs on every node, but the node-local verdicts of
+    # nodes whose NodeInfo did not change are taken as noted, without reading their entries.
+    policy = default_policy()
+    world = World(12)
+    rng = random.Random(9)
+    pod = _pod(rng, "crosser", 5)
+    assert pod.affinity and "podAntiAffinity" in pod.affinity
+    cache = EquivalenceCache()
+    reads: list[str] = []
+    changed: list[str] = []
+    for step in range(60):
+        snap = world.snapshot()
+        names = sorted(snap.nodes)
+        before = dict(snap.nodes)
+        memo = cache.memo(pod, "filter")
+        assert memo is not None
+        if not isinstance(memo.filter, _CountedEntries):
+            memo.filter = _CountedEntries(memo.filter, reads)
+        reads.clear()
+        cached = engine.filter_nodes(policy, pod, snap, names, memo)
+        assert _answers(cached) == _answers(engine.filter_nodes(policy, pod, snap, names)), f"step {step}"
+        if step >= 2:
+            assert sorted(reads) == sorted(changed), f"step {step}"
+        world.step()
+        changed = [n for n, info in world.nodes.items() if before.get(n) is not info]
