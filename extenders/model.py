@@ -166,7 +166,7 @@ class NodeInfo:
     # A stamp no other NodeInfo state of this process shares, renewed by every add_pod/remove_pod:
     # snapshot-wide summaries notice in-place changes by it, and the equivalence cache remembers a
     # node's state by it without keeping the node alive.
-    version: int = field(default_factory=lambda: _stamp(), compare=False)
+    version: int = field(default_factory=_stamp, compare=False)
     # Scratch space for data predicates derive from this node's pods (e.g. compiled terms),
     # filled lazily by them and emptied by add_pod/remove_pod. Not part of any record.
     derived: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)

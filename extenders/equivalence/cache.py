@@ -72,9 +72,9 @@ class ClassMemo:
         self.seen: dict[str, int] = {}
         self.filter: dict[str, FilterEntry] = {}
         # The filter's node-local verdict by node name, for one layout (``held_layout``: its
-        # signature), and the ``NodeInfo.version`` it was judged at: no two node
-        # states share a version, so an equal one means the same verdict, told without reading more
-        # of the node (see extenders.engine._filter_cached).
+        # signature), and the ``NodeInfo.version`` it was judged at: no two node states share a
+        # version, so an equal one means the same verdict, told without reading more of the node
+        # (see extenders.engine._filter_cached).
         self.held: dict[str, int] = {}
         self.outcome: dict[str, Verdict | None] = {}
         # With steps that read other nodes in the layout: where the node-local steps failed (-1:
