@@ -37,9 +37,22 @@ log = logging.getLogger(__name__)
 
 # kube-scheduler filters and scores a pod in one cycle, on one snapshot of its own. Prioritize soon after
 # this replica filtered the same pod reads the snapshot that filter read: the scores then describe
-# the cluster the verdicts did, and the call costs no Redis round trip.
+# the cluster the verdicts did, and the call costs no Redis round trip. When the pod comes with the
+# resourceVersion it was filtered with (the API changes it with every write), the filter's view of
+# it and its class are taken too, instead of being derived again.
 CYCLE_SNAPSHOT_SECONDS = 1.0
 CYCLES_KEPT = 256
+
+
+@dataclasses.dataclass(slots=True, frozen=True)
+class _Cycle:
+    """What a filter leaves for its pod's prioritize call on this replica."""
+
+    at: float  # time.monotonic() of the filter
+    snapshot: Snapshot
+    resource_version: str  # the pod's, as the filter got it ("" when it had none)
+    pod: PodInfo
+    class_key: str | None  # the pod's equivalence class (None: the cache is off)
 
 
 class BadRequest(Exception):
@@ -92,24 +105,25 @@ class Scheduler:
         self.binds = binds
         self.requeuer = Requeuer(runtime.kube) if runtime.kube is not None else None
         self._requeues: set[asyncio.Task[int]] = set()
-        self._cycles: OrderedDict[str, tuple[float, Snapshot]] = OrderedDict()  # pod uid -> its filter's snapshot
+        self._cycles: OrderedDict[str, _Cycle] = OrderedDict()  # pod uid -> what its filter left
 
-    def _filtered(self, uid: str, snap: Snapshot) -> None:
-        """Remember the snapshot a pod was filtered on, for its prioritize call in the same cycle."""
+    def _filtered(self, raw: Pod, pod: PodInfo, snap: Snapshot, class_key: str | None) -> None:
+        """Remember what a pod was filtered on, for its prioritize call in the same cycle."""
         cycles = self._cycles
         now = time.monotonic()
-        cycles.pop(uid, None)
-        cycles[uid] = (now, snap)
-        while cycles and (len(cycles) > CYCLES_KEPT or next(iter(cycles.values()))[0] < now - CYCLE_SNAPSHOT_SECONDS):
+        cycles.pop(pod.uid, None)
+        cycles[pod.uid] = _Cycle(now, snap, raw.metadata.resourceVersion or "", pod, class_key)
+        while cycles and (len(cycles) > CYCLES_KEPT or next(iter(cycles.values())).at < now - CYCLE_SNAPSHOT_SECONDS):
             cycles.popitem(last=False)
 
-    def _cycle_snapshot(self, uid: str) -> Snapshot | None:
-        """The snapshot this pod was just filtered on here, if within the cycle's time."""
-        entry = self._cycles.pop(uid, None)
-        if entry is None or entry[0] < time.monotonic() - CYCLE_SNAPSHOT_SECONDS:
+    def _cycle(self, raw: Pod) -> _Cycle | None:
+        """What this pod's filter here left, if within the cycle's time."""
+        uid = raw.metadata.uid
+        entry = self._cycles.pop(uid, None) if uid else None
+        if entry is None or entry.at < time.monotonic() - CYCLE_SNAPSHOT_SECONDS:
             return None
         self.runtime.telemetry.cycle_snapshots.inc()
-        return entry[1]
+        return entry
 
     async def snapshot(self, node_objects: list[Node] | None = None) -> Snapshot:
         """The current snapshot; full node objects in the request refresh older records first."""
@@ -184,7 +198,7 @@ class Scheduler:
             elif names:
                 await self._refused(pod, snap)
             if result.passing:
-                self._filtered(pod.uid, snap)
+                self._filtered(args.Pod, pod, snap, memo.key if memo is not None else None)
             return self._filter_answer(args, result.passing, result.failed, result.unresolvable, "")
 
     async def _refused(self, pod: PodInfo, snap: Snapshot) -> None:
@@ -224,19 +238,21 @@ class Scheduler:
         return answer
 
     async def prioritize(self, args: ExtenderArgs) -> list[dict[str, Any]]:
-        pod = pod_info(args.Pod)
+        items = args.Nodes.items if args.NodeNames is None and args.Nodes is not None else None
+        # Node objects in the request may be newer than the filter's snapshot: those refresh.
+        cycle = self._cycle(args.Pod) if items is None else None
+        rv = args.Pod.metadata.resourceVersion
+        same_pod = cycle is not None and bool(rv) and rv == cycle.resource_version
+        pod = cycle.pod if cycle is not None and same_pod else pod_info(args.Pod)
         with log_fields(verb="prioritize", pod=pod.key):
             names = candidate_names(args)
-            items = args.Nodes.items if args.NodeNames is None and args.Nodes is not None else None
-            # Node objects in the request may be newer than the filter's snapshot: those refresh.
-            cycle = self._cycle_snapshot(pod.uid) if items is None else None
             try:
-                snap = cycle if cycle is not None else await self.snapshot(items)
+                snap = cycle.snapshot if cycle is not None else await self.snapshot(items)
             except SnapshotUnavailable:
                 # kube-scheduler ignores prioritize errors; neutral scores keep it going.
                 log.warning("prioritize answered neutral scores: snapshot unavailable")
                 return [{"Host": n, "Score": 0} for n in names]
-            memo = self.equivalence.memo(pod, "prioritize")
+            memo = self.equivalence.memo(pod, "prioritize", cycle.class_key if cycle is not None and same_pod else None)
             if memo is not None and self.shared is not None:
                 await self.shared.prepare(memo, "prioritize", names)
             try:

@@ -163,7 +163,13 @@ def incoming_pod(with_affinity: bool) -> Json:
     if with_affinity:
         spec["affinity"] = anti_affinity("app-7")
     return {
-        "metadata": {"name": "incoming", "namespace": "ns-1", "uid": "uid-incoming", "labels": {"app": "app-7"}},
+        "metadata": {
+            "name": "incoming",
+            "namespace": "ns-1",
+            "uid": "uid-incoming",
+            "resourceVersion": "2" if with_affinity else "1",  # every pod from the API has one
+            "labels": {"app": "app-7"},
+        },
         "spec": spec,
         "status": {"phase": "Pending"},
     }

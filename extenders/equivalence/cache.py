@@ -135,14 +135,14 @@ class EquivalenceCache:
     def enabled(self) -> bool:
         return self.config.enabled
 
-    def memo(self, pod: PodInfo, verb: str = "filter") -> ClassMemo | None:
+    def memo(self, pod: PodInfo, verb: str = "filter", key: str | None = None) -> ClassMemo | None:
         """The memo of ``pod``'s class, admitted for ``verb`` once that verb has seen the class before;
-        None when the cache is off."""
+        None when the cache is off. ``key``: the class, when the caller knows it (it is not checked)."""
         if not self.config.enabled:
             return None
         now = self.clock()
         self._expire(now)
-        key = equivalence_class(pod)
+        key = key or equivalence_class(pod)
         memo = self._classes.get(key)
         if memo is None:
             memo = ClassMemo(key, now)
