@@ -242,8 +242,8 @@ class Scheduler:
         # Node objects in the request may be newer than the filter's snapshot: those refresh.
         cycle = self._cycle(args.Pod) if items is None else None
         rv = args.Pod.metadata.resourceVersion
-        same_pod = cycle is not None and bool(rv) and rv == cycle.resource_version
-        pod = cycle.pod if cycle is not None and same_pod else pod_info(args.Pod)
+        same = cycle if cycle is not None and rv and rv == cycle.resource_version else None  # the same pod
+        pod = same.pod if same is not None else pod_info(args.Pod)
         with log_fields(verb="prioritize", pod=pod.key):
             names = candidate_names(args)
             try:
@@ -252,7 +252,7 @@ class Scheduler:
                 # kube-scheduler ignores prioritize errors; neutral scores keep it going.
                 log.warning("prioritize answered neutral scores: snapshot unavailable")
                 return [{"Host": n, "Score": 0} for n in names]
-            memo = self.equivalence.memo(pod, "prioritize", cycle.class_key if cycle is not None and same_pod else None)
+            memo = self.equivalence.memo(pod, "prioritize", same.class_key if same is not None else None)
             if memo is not None and self.shared is not None:
                 await self.shared.prepare(memo, "prioritize", names)
             try:
