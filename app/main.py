@@ -131,7 +131,15 @@ def create_app(settings: Settings | None = None, *, redis_embedded: bool = False
                 ttl_seconds=settings.equivalence_cache_ttl_seconds,
             ),
         )
-        state.scheduler = Scheduler(state.runtime, state.policy, state.gangs, binds, state.equivalence, state.shared)
+        state.scheduler = Scheduler(
+            state.runtime,
+            state.policy,
+            state.gangs,
+            binds,
+            state.equivalence,
+            state.shared,
+            prioritize_ahead=settings.prioritize_ahead,
+        )
         await state.runtime.start()
         await state.gangs.start()
         await binds.start()

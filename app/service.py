@@ -20,7 +20,7 @@ from app.kube_types import Node, Pod
 from app.wire import ExplainArgs, ExtenderArgs, ExtenderBindingArgs, ExtenderPreemptionArgs
 from extenders import convert, engine
 from extenders.binding.service import BindService
-from extenders.equivalence import EquivalenceCache
+from extenders.equivalence import ClassMemo, EquivalenceCache
 from extenders.equivalence.shared import SharedTier
 from extenders.gang import GangService
 from extenders.kube.requeue import REFUSAL_WINDOW_SECONDS, REQUEUE_INTERVAL_SECONDS, Requeuer
@@ -39,12 +39,15 @@ log = logging.getLogger(__name__)
 # this replica filtered the same pod reads the snapshot that filter read: the scores then describe
 # the cluster the verdicts did, and the call costs no Redis round trip. When the pod comes with the
 # resourceVersion it was filtered with (the API changes it with every write), the filter's view of
-# it and its class are taken too, instead of being derived again.
+# it and its class are taken too, instead of being derived again. With ``prioritize_ahead`` the
+# scores of the nodes that passed are computed as soon as the filter has answered, while
+# kube-scheduler runs its own score plug-ins (it calls prioritize only after them): a prioritize
+# for those very nodes then only takes them. Same pod, snapshot and nodes: the same answer.
 CYCLE_SNAPSHOT_SECONDS = 1.0
 CYCLES_KEPT = 256
 
 
-@dataclasses.dataclass(slots=True, frozen=True)
+@dataclasses.dataclass(slots=True, eq=False)
 class _Cycle:
     """What a filter leaves for its pod's prioritize call on this replica."""
 
@@ -53,6 +56,8 @@ class _Cycle:
     resource_version: str  # the pod's, as the filter got it ("" when it had none)
     pod: PodInfo
     class_key: str | None  # the pod's equivalence class (None: the cache is off)
+    names: list[str] | None = None  # the nodes ``scores`` was computed for, ahead of the call
+    scores: list[dict[str, Any]] | None = None  # prioritize's answer for ``names``
 
 
 class BadRequest(Exception):
@@ -95,9 +100,12 @@ class Scheduler:
         binds: BindService,
         equivalence: EquivalenceCache | None = None,
         shared: SharedTier | None = None,
+        prioritize_ahead: bool = True,
     ) -> None:
-        """``shared``: the equivalence cache's tier in Redis (None: this replica's memory only)."""
+        """``shared``: the equivalence cache's tier in Redis (None: this replica's memory only);
+        ``prioritize_ahead``: score the passing nodes once a filter has answered (see ``_Cycle``)."""
         self.runtime = runtime
+        self.prioritize_ahead = prioritize_ahead
         self.policy = policy
         self.equivalence = equivalence or EquivalenceCache()
         self.shared = shared if shared is not None and shared.enabled else None
@@ -199,6 +207,9 @@ class Scheduler:
                 await self._refused(pod, snap)
             if result.passing:
                 self._filtered(args.Pod, pod, snap, memo.key if memo is not None else None)
+                if self.prioritize_ahead and items is None and len(result.passing) > 1:
+                    # Runs once this call has returned and its answer is written (nothing awaits in between).
+                    asyncio.get_running_loop().call_soon(self._score_ahead, pod.uid, list(result.passing))
             return self._filter_answer(args, result.passing, result.failed, result.unresolvable, "")
 
     async def _refused(self, pod: PodInfo, snap: Snapshot) -> None:
@@ -237,15 +248,47 @@ class Scheduler:
             answer["NodeNames"] = passing
         return answer
 
+    def _score_ahead(self, uid: str, names: list[str]) -> None:
+        """Prioritize's answer for the nodes a pod's filter passed, kept for its call (``_Cycle``)."""
+        cycle = self._cycles.get(uid)
+        if cycle is None or cycle.scores is not None:  # already asked for, or dropped
+            return
+        pod = cycle.pod
+        with log_fields(verb="prioritize", pod=pod.key):
+            memo = self.equivalence.memo(pod, "prioritize", cycle.class_key)
+            cycle.scores = self._score(pod, cycle.snapshot, names, memo)
+        cycle.names = names
+        self.runtime.telemetry.prioritize_ahead.labels("computed").inc()
+
+    def _score(self, pod: PodInfo, snap: Snapshot, names: list[str], memo: ClassMemo | None) -> list[dict[str, Any]]:
+        """Prioritize's answer; a failure is logged and answers neutral scores."""
+        try:
+            counts = engine.ScoreCounts()
+            view = engine.without_own_reservation(snap, pod, names)
+            scores = engine.prioritize_scores(self.policy, pod, view, names, memo, counts)
+        except Exception:  # kube-scheduler ignores prioritize failures: neutral scores say the same
+            log.exception("prioritize failed for %s", pod.key)
+            scores = {}
+        else:
+            if memo is not None:
+                self.equivalence.count("prioritize", counts.reused, counts.computed, counts.shared)
+                if self.shared is not None:
+                    self.shared.collect(memo)
+        score = scores.get
+        return [{"Host": n, "Score": score(n, 0)} for n in names]
+
     async def prioritize(self, args: ExtenderArgs) -> list[dict[str, Any]]:
         items = args.Nodes.items if args.NodeNames is None and args.Nodes is not None else None
         # Node objects in the request may be newer than the filter's snapshot: those refresh.
         cycle = self._cycle(args.Pod) if items is None else None
         rv = args.Pod.metadata.resourceVersion
         same = cycle if cycle is not None and rv and rv == cycle.resource_version else None  # the same pod
+        names = candidate_names(args)
+        if same is not None and same.scores is not None and same.names == names:
+            self.runtime.telemetry.prioritize_ahead.labels("used").inc()
+            return same.scores
         pod = same.pod if same is not None else pod_info(args.Pod)
         with log_fields(verb="prioritize", pod=pod.key):
-            names = candidate_names(args)
             try:
                 snap = cycle.snapshot if cycle is not None else await self.snapshot(items)
             except SnapshotUnavailable:
@@ -255,20 +298,7 @@ class Scheduler:
             memo = self.equivalence.memo(pod, "prioritize", same.class_key if same is not None else None)
             if memo is not None and self.shared is not None:
                 await self.shared.prepare(memo, "prioritize", names)
-            try:
-                counts = engine.ScoreCounts()
-                view = engine.without_own_reservation(snap, pod, names)
-                scores = engine.prioritize_scores(self.policy, pod, view, names, memo, counts)
-            except Exception:  # kube-scheduler ignores prioritize failures: neutral scores say the same
-                log.exception("prioritize failed for %s", pod.key)
-                scores = {}
-            else:
-                if memo is not None:
-                    self.equivalence.count("prioritize", counts.reused, counts.computed, counts.shared)
-                    if self.shared is not None:
-                        self.shared.collect(memo)
-            score = scores.get
-            return [{"Host": n, "Score": score(n, 0)} for n in names]
+            return self._score(pod, snap, names, memo)
 
     async def preempt(self, args: ExtenderPreemptionArgs) -> dict[str, Any]:
         """Re-check kube-scheduler's candidates against what only we know (PDBs, gangs, managed resources)."""

@@ -97,6 +97,12 @@ class Settings(BaseSettings):
         description="share computed verdicts and raw scores through Redis, for replicas meeting a class "
         "they hold nothing of (same cap and TTL there); off: measured slower than computing them",
     )
+    prioritize_ahead: bool = Field(
+        default=True,
+        description="score a pod's passing nodes as soon as its filter has answered, while kube-scheduler runs "
+        "its own score plugins, so its prioritize call on this replica finds the answer ready; off when a "
+        "balancer sends each call to another replica (the work would be wasted)",
+    )
     events: bool = Field(default=True, description="write Kubernetes Events about gangs and failed binds")
     events_qps: float = Field(default=10.0, gt=0, description="Event writes per second to the API server, at most")
     events_burst: int = Field(default=50, ge=1, description="Event writes allowed in a burst above events_qps")

@@ -13,7 +13,7 @@ term (the replica catches up from Redis) and the incoming pod carries one as wel
 default; ``--equivalence-cache off``) filter reuses node-local verdicts after the first calls.
 
     python bench/bench_http_filter.py [--nodes 5000] [--pods-per-node 20] [--candidates 500]
-        [--iterations 300] [--warmup 30] [--prioritize-on candidates|passing] [--equivalence-cache on|off]
+        [--iterations 300] [--warmup 30] [--prioritize-on candidates|passing] [--gap-ms 0] [--equivalence-cache on|off]
         [--shared on|off] [--compare OTHER_TREE]
 
 Uses $REDIS_URL when set (its keys are removed afterwards), else a private redis-server.
@@ -272,6 +272,8 @@ def run_scenario(
                 raise RuntimeError(f"filter answered an error: {answer['Error']}")
             passing: list[str] = answer["NodeNames"]
             hosts = candidates if args.prioritize_on == "candidates" else passing
+            if args.gap_ms:
+                time.sleep(args.gap_ms / 1000)
             scores, p_server, p_client = post(client, "/prioritize", {"Pod": pod, "NodeNames": hosts})
             if len(scores) != len(hosts):
                 raise RuntimeError(f"prioritize scored {len(scores)} of {len(hosts)} hosts")
@@ -396,6 +398,7 @@ async def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
         "candidates": args.candidates,
         "form": "NodeNames (nodeCacheCapable)",
         "prioritize_on": args.prioritize_on,
+        "gap_ms": args.gap_ms,
         "iterations": args.iterations,
         "warmup": args.warmup,
         "replicas": 1,
@@ -437,6 +440,13 @@ def main() -> int:
         choices=("candidates", "passing"),
         default="candidates",
         help="prioritize every candidate (default) or only those filter passed, as kube-scheduler does",
+    )
+    parser.add_argument(
+        "--gap-ms",
+        type=float,
+        default=0.0,
+        help="pause between filter's answer and the prioritize call (kube-scheduler runs its own score "
+        "plug-ins there; default 0: at once)",
     )
     parser.add_argument(
         "--equivalence-cache", choices=("on", "off"), default="on", help="the replica's equivalence cache (filter)"

@@ -65,6 +65,13 @@ class Telemetry:
             "Prioritize calls answered on the snapshot their pod's filter read here in the same cycle (no catch-up).",
             registry=r,
         )
+        self.prioritize_ahead = Counter(
+            "extender_prioritize_ahead_total",
+            "Scores computed right after a filter answered, for its pod's prioritize call (computed), and "
+            "prioritize calls answered with them (used).",
+            ["outcome"],
+            registry=r,
+        )
         self.watch_lag = Histogram(
             "extender_watch_lag_seconds",
             "From receiving a watch event to its batch being written to Redis (watch leader), by resource.",

@@ -128,6 +128,7 @@ FAMILIES: dict[str, bool] = {
     "extender_cluster_generation": True,
     "extender_snapshot_refresh_seconds": True,
     "extender_prioritize_cycle_snapshots": False,  # moves only where prioritize reaches the replica of its filter
+    "extender_prioritize_ahead": False,  # the same (see the test below)
     "extender_watch_lag_seconds": True,
     "extender_watch_events": True,
     "extender_leader": True,
@@ -183,3 +184,23 @@ def test_every_metric_family_appears_and_moves(cluster: Cluster) -> None:
     assert _sum(cluster, "extender_gang_decisions", lambda s: s.labels.get("outcome") == "permitted") >= 1
     lua = _sum(cluster, "extender_redis_command_duration_seconds", lambda s: s.labels.get("command") == "gang_arrive")
     assert lua > 0
+
+
+def test_kube_schedulers_prioritize_takes_the_scores_computed_after_its_filter(cluster: Cluster) -> None:
+    """kube-scheduler asks prioritize about exactly the nodes filter passed, in that order: the scores
+    computed once filter has answered are what it gets (when both calls reach one replica, which
+    its keep-alive connection makes the rule)."""
+
+    def ahead(outcome: str) -> float:
+        return _sum(cluster, "extender_prioritize_ahead", lambda s: s.labels.get("outcome") == outcome)
+
+    before = (ahead("computed"), ahead("used"))
+    cluster.nodes(3, cpu="8")
+    cluster.wait_synced()
+    names = [f"ahead-{i}" for i in range(4)]
+    for name in names:
+        cluster.pod(name, requests=resources(cpu="1"))
+    cluster.wait_bound(names, timeout=60)
+    computed, used = ahead("computed") - before[0], ahead("used") - before[1]
+    assert computed >= len(names), (computed, used)  # every pod had several nodes to choose from
+    assert used >= 1, f"no prioritize call took the scores computed ahead ({computed} computed)\n{cluster.stack.logs()}"
