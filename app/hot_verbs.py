@@ -10,7 +10,6 @@ handler. The routes stay declared in the app (OpenAPI, tests and the error shape
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from fastapi import Request
@@ -19,7 +18,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.errors import HANDLERS
 from app.responses import render
-from app.routes.verbs import CYCLE_VERBS, FRESH_SNAPSHOT_VERBS
+from app.routes.verbs import CYCLE_VERBS
 from app.state import AppState
 from app.wire import ExtenderArgs
 
@@ -61,17 +60,13 @@ class HotVerbsMiddleware:
             if not message.get("more_body", False):
                 break
         body = b"".join(chunks)
-        fresh = None
-        if scope["path"] in FRESH_SNAPSHOT_VERBS:
-            fresh = self.state.scheduler.snapshot_started()
-            await asyncio.sleep(0)  # the refresh sends its Redis request; its answer comes while we parse
         try:
             args = ExtenderArgs.model_validate_json(body)
         except ValidationError:
             await self.app(scope, _replay(body, receive), send)
             return
         try:
-            answer: Any = await answer_of(self.state, args, fresh)
+            answer: Any = await answer_of(self.state, args)
         except tuple(HANDLERS) as exc:
             handler = next(h for kind, h in HANDLERS.items() if isinstance(exc, kind))
             response = await handler(Request(scope, receive), exc)

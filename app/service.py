@@ -133,28 +133,17 @@ class Scheduler:
         self.runtime.telemetry.cycle_snapshots.inc()
         return entry
 
-    def snapshot_started(self) -> asyncio.Future[Snapshot]:
-        """A refresh of the snapshot begun now, for a call that has arrived but is not parsed yet: the
-        Redis round trip then overlaps the parse (``filter``'s ``fresh``)."""
-        return self.runtime.cache.refresh_started()
-
-    async def snapshot(
-        self, node_objects: list[Node] | None = None, fresh: asyncio.Future[Snapshot] | None = None
-    ) -> Snapshot:
-        """The current snapshot; full node objects in the request refresh older records first.
-        ``fresh``: a refresh begun after the call arrived (``snapshot_started``), taken unless a
-        node object was written since."""
+    async def snapshot(self, node_objects: list[Node] | None = None) -> Snapshot:
+        """The current snapshot; full node objects in the request refresh older records first."""
         try:
-            wrote = await self._refresh_nodes(node_objects) if node_objects else False
-            if fresh is not None and not wrote:
-                return await asyncio.shield(fresh)
+            if node_objects:
+                await self._refresh_nodes(node_objects)
             return await self.runtime.snapshot()
         except (RedisError, OSError) as exc:
             raise SnapshotUnavailable(f"cluster snapshot unavailable (Redis: {exc})") from exc
 
-    async def _refresh_nodes(self, node_objects: list[Node]) -> bool:
-        """Write node facts the request knows better; a node this replica already has unchanged costs no I/O.
-        True when something was written."""
+    async def _refresh_nodes(self, node_objects: list[Node]) -> None:
+        """Write node facts the request knows better; a node this replica already has unchanged costs no I/O."""
         known = self.runtime.cache.current.nodes
         changed: list[NodeFacts] = []
         for item in node_objects:
@@ -179,16 +168,14 @@ class Scheduler:
                     await self.runtime.store.refresh_node_if_newer(facts)
 
             await asyncio.gather(*(refresh(f) for f in changed))
-        return bool(changed)
 
-    async def filter(self, args: ExtenderArgs, fresh: asyncio.Future[Snapshot] | None = None) -> dict[str, Any]:
-        """``fresh``: a refresh of the snapshot begun when the call arrived (``snapshot_started``)."""
+    async def filter(self, args: ExtenderArgs) -> dict[str, Any]:
         pod = pod_info(args.Pod)
         with log_fields(verb="filter", pod=pod.key):
             names = candidate_names(args)
             items = args.Nodes.items if args.NodeNames is None and args.Nodes is not None else None
             try:
-                snap = await self.snapshot(items, fresh)
+                snap = await self.snapshot(items)
                 if await self.gangs.release_orphan(pod, snap):
                     snap = await self.snapshot()
             except SnapshotUnavailable as exc:

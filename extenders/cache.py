@@ -110,17 +110,12 @@ class SnapshotCache:
         effect of (a bind answered by another replica), so such a caller waits for the next refresh,
         which every caller arriving meanwhile shares. Refreshes never overlap, so deltas apply in order.
         """
-        return await asyncio.shield(self.refresh_started())
-
-    def refresh_started(self) -> asyncio.Future[Snapshot]:
-        """``refresh`` without waiting for it: the refresh this call shares, queued now. Await it
-        through ``asyncio.shield`` (other callers share it)."""
         queued = self._next
         if queued is None:
             queued = asyncio.ensure_future(self._after(self._running))
             self._next = queued
             queued.add_done_callback(self._done)
-        return queued
+        return await asyncio.shield(queued)
 
     async def _after(self, running: asyncio.Future[Snapshot] | None) -> Snapshot:
         if running is not None:

@@ -26,7 +26,6 @@ from app.wire import (
     ExtenderPreemptionResult,
     HostPriority,
 )
-from extenders.snapshot import Snapshot
 
 router = APIRouter(tags=["extender"], responses=documented(400, 413, 422, 503), route_class=BodyRoute)
 # /v1/explain sits with the other operator endpoints: behind EXTENDER_OPERATOR_TOKEN, off with EXTENDER_OPERATOR_API.
@@ -44,30 +43,22 @@ def _domain_error(state: AppState, verb: str, answer: dict[str, Any]) -> None:
         state.metrics.errors.labels(verb, "domain").inc()
 
 
-async def answer_filter(
-    state: AppState, args: ExtenderArgs, fresh: asyncio.Future[Snapshot] | None = None
-) -> dict[str, Any]:
-    answer = await _scheduler(state).filter(args, fresh)
+async def answer_filter(state: AppState, args: ExtenderArgs) -> dict[str, Any]:
+    answer = await _scheduler(state).filter(args)
     _domain_error(state, "filter", answer)
     return answer
 
 
-async def answer_prioritize(
-    state: AppState, args: ExtenderArgs, fresh: asyncio.Future[Snapshot] | None = None
-) -> list[dict[str, Any]]:
-    """``fresh`` is not read: prioritize takes the snapshot its filter read, or refreshes its own."""
+async def answer_prioritize(state: AppState, args: ExtenderArgs) -> list[dict[str, Any]]:
     return await _scheduler(state).prioritize(args)
 
 
 # The verbs kube-scheduler calls inside its scheduling cycle, by path: app.hot_verbs answers these
 # below the framework, with the same functions the routes call.
-CYCLE_VERBS: dict[str, Callable[[AppState, ExtenderArgs, asyncio.Future[Snapshot] | None], Awaitable[Any]]] = {
+CYCLE_VERBS: dict[str, Callable[[AppState, ExtenderArgs], Awaitable[Any]]] = {
     "/filter": answer_filter,
     "/prioritize": answer_prioritize,
 }
-# Those that read a snapshot refreshed after the call arrived: app.hot_verbs begins that refresh
-# before it parses the body (the Redis round trip overlaps the parse) and hands it over as ``fresh``.
-FRESH_SNAPSHOT_VERBS = frozenset({"/filter"})
 
 
 @router.post("/filter", response_model=ExtenderFilterResult, summary="Filter the candidate nodes for a pod")
