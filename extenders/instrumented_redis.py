@@ -47,8 +47,7 @@ class InstrumentedRedis(aredis.Redis):
         # Each command's (latency, errors) series, looked up once: ``labels()`` takes a lock.
         self._series: dict[str, tuple[Any, Any]] = {}
 
-    async def execute_command(self, *args: Any, **options: Any) -> Any:
-        command = _command_label(args)
+    def _of(self, command: str) -> tuple[Any, Any]:
         series = self._series.get(command)
         if series is None:
             telemetry = self.telemetry
@@ -56,6 +55,17 @@ class InstrumentedRedis(aredis.Redis):
                 telemetry.redis_latency.labels(command),
                 telemetry.redis_errors.labels(command),
             )
+        return series
+
+    def observe(self, command: str, seconds: float, failed: bool = False) -> None:
+        """A command sent on a connection of its own (``Store``'s catch-ups), timed by the caller."""
+        latency, errors = self._of(command)
+        latency.observe(seconds)
+        if failed:
+            errors.inc()
+
+    async def execute_command(self, *args: Any, **options: Any) -> Any:
+        series = self._of(_command_label(args))
         started = time.perf_counter()
         try:
             return await super().execute_command(*args, **options)  # type: ignore[no-untyped-call]
