@@ -513,9 +513,10 @@ class Store:
     async def _catch_up_reply(self, *args: Any) -> Any:
         """The catch-up script's reply, over a connection this store holds for it when it can.
 
-        Every filter and bind waits for a catch-up; the pool and the client's command layers cost
-        about a third of its CPU at a replica (measured). Catch-ups do not overlap (the snapshot
-        cache runs one at a time); one that would, or that finds the script gone, goes the ordinary way.
+        Every filter and bind waits for a catch-up; the pool's checkout and the client's command
+        layers cost about half of its CPU at a replica (measured). Catch-ups do not overlap (the
+        snapshot cache runs one at a time); one that would, or that finds the script gone, goes the
+        ordinary way.
         """
         if self._reader_busy:
             return await self._run("catchup", *args)
@@ -534,7 +535,7 @@ class Store:
             except RedisConnectionError:
                 # A connection the server closed while it sat idle (a restart, a failover, an idle
                 # timeout) fails its first command, and the client connects again on the next send.
-                # The script only reads, so it is sent once more.
+                # A second run of the script changes nothing (it writes only a missing store id).
                 reply = await self._send_held(args)
         except NoScriptError:
             return _UNANSWERED  # after a restart: the ordinary path loads it
