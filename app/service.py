@@ -251,7 +251,7 @@ class Scheduler:
     def _score_ahead(self, uid: str, names: list[str]) -> None:
         """Prioritize's answer for the nodes a pod's filter passed, kept for its call (``_Cycle``)."""
         cycle = self._cycles.get(uid)
-        if cycle is None or cycle.scores is not None:  # already asked for, or dropped
+        if cycle is None or cycle.scores is not None:  # asked for or dropped already, or scored for a later filter
             return
         pod = cycle.pod
         with log_fields(verb="prioritize", pod=pod.key):

@@ -24,6 +24,14 @@ async def client(redis_url: str, redis_prefix: str) -> AsyncIterator[aredis.Redi
     await pool.aclose()
 
 
+async def leading(redis: aredis.Redis, prefix: str) -> tuple[Store, int]:
+    """A store on ``redis`` holding the writer lease, and its epoch."""
+    store = Store(redis, prefix)
+    lease = (await store.acquire_lease("catch-up-test#0", 30)).lease
+    assert lease is not None
+    return store, lease.epoch
+
+
 async def grow(store: Store, epoch: int, name: str) -> int:
     return await store.apply(epoch, [Op.node(node(name))])
 
@@ -37,8 +45,7 @@ def changed(delta: CatchUp) -> list[str]:
 async def test_a_killed_connection_is_replaced_and_nothing_is_lost(
     redis_url: str, redis_async: aredis.Redis, redis_prefix: str
 ) -> None:
-    writer = Store(redis_async, redis_prefix)
-    epoch = (await writer.acquire_lease("catch-up-test#0", 30)).lease.epoch  # type: ignore[union-attr]
+    writer, epoch = await leading(redis_async, redis_prefix)
     pool = aredis.ConnectionPool.from_url(redis_url, client_name="catch-up-reader")
     reader = Store(aredis.Redis(connection_pool=pool), redis_prefix)
     try:
@@ -61,8 +68,7 @@ async def test_a_killed_connection_is_replaced_and_nothing_is_lost(
 async def test_a_forgotten_script_is_loaded_again(
     client: aredis.Redis, redis_async: aredis.Redis, redis_prefix: str
 ) -> None:
-    store = Store(client, redis_prefix)
-    epoch = (await store.acquire_lease("catch-up-test#0", 30)).lease.epoch  # type: ignore[union-attr]
+    store, epoch = await leading(client, redis_prefix)
     before = await grow(store, epoch, "cs-0")
     await store.catch_up(before, 100)
     await redis_async.script_flush()  # as after a restart of Redis without persistence of scripts
@@ -72,8 +78,7 @@ async def test_a_forgotten_script_is_loaded_again(
 
 
 async def test_overlapping_catch_ups_each_get_their_own_answer(client: aredis.Redis, redis_prefix: str) -> None:
-    store = Store(client, redis_prefix)
-    epoch = (await store.acquire_lease("catch-up-test#0", 30)).lease.epoch  # type: ignore[union-attr]
+    store, epoch = await leading(client, redis_prefix)
     gens = [await grow(store, epoch, f"co-{i}") for i in range(6)]
     deltas = await asyncio.gather(*(store.catch_up(g, 100) for g in gens[:-1]))
     for since, delta in zip(gens, deltas, strict=False):
@@ -84,8 +89,7 @@ async def test_overlapping_catch_ups_each_get_their_own_answer(client: aredis.Re
 async def test_a_catch_up_cancelled_mid_reply_does_not_answer_the_next(
     client: aredis.Redis, redis_async: aredis.Redis, redis_prefix: str
 ) -> None:
-    store = Store(client, redis_prefix)
-    epoch = (await store.acquire_lease("catch-up-test#0", 30)).lease.epoch  # type: ignore[union-attr]
+    store, epoch = await leading(client, redis_prefix)
     first = await grow(store, epoch, "cc-0")
     await store.catch_up(first, 100)  # the held connection is open
     await redis_async.client_pause(300)  # the next reply comes late
