@@ -33,6 +33,7 @@ from redis.asyncio.sentinel import (
 )
 from redis.backoff import NoBackoff
 from redis.exceptions import NoPermissionError, RedisError, ResponseError
+from redis.maint_notifications import MaintNotificationsConfig
 from redis.retry import Retry
 
 from extenders import lua
@@ -234,6 +235,11 @@ class RedisPool:
             "timeout": options.timeout,
             "health_check_interval": 10,
             "history_prefix": options.history_prefix,
+            # redis-py 8 turns these on ("auto") by default, and a pool with them on skips its check that
+            # a connection it hands out is still open: after a restart, a failover or an idle timeout,
+            # each pooled connection would fail its first command. They need RESP3 and a server that
+            # sends them; this client speaks RESP2.
+            "maint_notifications_config": MaintNotificationsConfig(enabled=False),
             **url_options,  # as with from_url, what the URL says wins
         }
         if options.client_name and "client_name" not in url_options:

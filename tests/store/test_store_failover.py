@@ -188,3 +188,17 @@ async def test_a_user_without_info_gets_working_connections_and_no_history_check
         assert await redis_async.get(f"{redis_prefix}:server") is None
     finally:
         await redis_async.acl_deluser(user)
+
+
+async def test_connections_the_server_closed_are_not_handed_out(
+    redis_url: str, redis_prefix: str, redis_async: aredis.Redis, pools: list[RedisPool]
+) -> None:
+    """A restart, a failover or an idle timeout closes the pool's idle connections: the pool opens
+    new ones instead of failing the next command on each."""
+    fresh = client(pools, RedisTarget(url=redis_url), redis_prefix)
+    keys = [f"{redis_prefix}:closed-{i}" for i in range(3)]
+    await asyncio.gather(*(fresh.set(k, "1") for k in keys))  # a few pooled connections, all idle now
+    assert await redis_async.client_kill_filter(_type="normal", skipme=True) >= 1
+    await asyncio.sleep(0.2)  # the closes have reached this end
+    for key in keys:
+        assert await fresh.get(key) == b"1"
