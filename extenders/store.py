@@ -58,7 +58,6 @@ from typing import Any
 import redis.asyncio as aredis
 from redis.asyncio.connection import AbstractConnection
 from redis.commands.core import AsyncScript
-from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, ResponseError
 
 from extenders import lua
@@ -98,7 +97,6 @@ _SCRIPTS = (
     "refuse",
 )
 _LEASE_SCRIPTS = ("lease_acquire", "lease_renew", "lease_release")
-_UNANSWERED = object()  # a held connection's catch-up that must go the ordinary way
 
 
 class FencedError(RuntimeError):
@@ -525,34 +523,28 @@ class Store:
             reply = await self._held_catch_up(args)
         finally:
             self._reader_busy = False
-        return reply if reply is not _UNANSWERED else await self._run("catchup", *args)
+        return reply if reply is not None else await self._run("catchup", *args)
 
     async def _held_catch_up(self, args: tuple[Any, ...]) -> Any:
+        """The reply on the held connection; None when Redis no longer has the script (after a restart:
+        the ordinary path loads it)."""
         started = time.perf_counter()
+        pool = self.redis.connection_pool
         try:
-            try:
-                reply = await self._send_held(args)
-            except RedisConnectionError:
-                # A connection the server closed while it sat idle (a restart, a failover, an idle
-                # timeout) fails its first command, and the client connects again on the next send.
-                # A second run of the script changes nothing (it writes only a missing store id).
-                reply = await self._send_held(args)
+            if self._reader is None:
+                self._reader = await pool.get_connection()  # type: ignore[no-untyped-call]
+            # The pool's own check at checkout: connected (a Sentinel-managed connection asks Sentinel
+            # for the primary), and opened again if the server closed it.
+            await pool.ensure_connection(self._reader)
+            await self._reader.send_command("EVALSHA", self._scripts["catchup"].sha, 0, self.prefix, *args)
+            reply = await self._reader.read_response()
         except NoScriptError:
-            return _UNANSWERED  # after a restart: the ordinary path loads it
+            return None
         except Exception:
             self._observe(started, failed=True)
             raise
         self._observe(started)
         return reply
-
-    async def _send_held(self, args: tuple[Any, ...]) -> Any:
-        if self._reader is None:
-            self._reader = await self.redis.connection_pool.get_connection()  # type: ignore[no-untyped-call]
-        # As the pool does at checkout: a Sentinel-managed connection asks Sentinel for the primary
-        # when it connects again (sending alone would reconnect to the address it had).
-        await self._reader.connect()
-        await self._reader.send_command("EVALSHA", self._scripts["catchup"].sha, 0, self.prefix, *args)
-        return await self._reader.read_response()
 
     def _observe(self, started: float, failed: bool = False) -> None:
         """The held catch-up in ``extender_redis_*``, as every other command is."""
