@@ -115,14 +115,15 @@ class Scheduler:
         self._requeues: set[asyncio.Task[int]] = set()
         self._cycles: OrderedDict[str, _Cycle] = OrderedDict()  # pod uid -> what its filter left
 
-    def _filtered(self, raw: Pod, pod: PodInfo, snap: Snapshot, class_key: str | None) -> None:
+    def _filtered(self, raw: Pod, pod: PodInfo, snap: Snapshot, class_key: str | None) -> _Cycle:
         """Remember what a pod was filtered on, for its prioritize call in the same cycle."""
         cycles = self._cycles
         now = time.monotonic()
         cycles.pop(pod.uid, None)
-        cycles[pod.uid] = _Cycle(now, snap, raw.metadata.resourceVersion or "", pod, class_key)
+        entry = cycles[pod.uid] = _Cycle(now, snap, raw.metadata.resourceVersion or "", pod, class_key)
         while cycles and (len(cycles) > CYCLES_KEPT or next(iter(cycles.values())).at < now - CYCLE_SNAPSHOT_SECONDS):
             cycles.popitem(last=False)
+        return entry
 
     def _cycle(self, raw: Pod) -> _Cycle | None:
         """What this pod's filter here left, if within the cycle's time."""
@@ -206,10 +207,10 @@ class Scheduler:
             elif names:
                 await self._refused(pod, snap)
             if result.passing:
-                self._filtered(args.Pod, pod, snap, memo.key if memo is not None else None)
+                entry = self._filtered(args.Pod, pod, snap, memo.key if memo is not None else None)
                 if self.prioritize_ahead and items is None and len(result.passing) > 1:
                     # Runs once this call has returned and its answer is written (nothing awaits in between).
-                    asyncio.get_running_loop().call_soon(self._score_ahead, pod.uid, list(result.passing))
+                    asyncio.get_running_loop().call_soon(self._score_ahead, entry, list(result.passing))
             return self._filter_answer(args, result.passing, result.failed, result.unresolvable, "")
 
     async def _refused(self, pod: PodInfo, snap: Snapshot) -> None:
@@ -248,12 +249,11 @@ class Scheduler:
             answer["NodeNames"] = passing
         return answer
 
-    def _score_ahead(self, uid: str, names: list[str]) -> None:
+    def _score_ahead(self, cycle: _Cycle, names: list[str]) -> None:
         """Prioritize's answer for the nodes a pod's filter passed, kept for its call (``_Cycle``)."""
-        cycle = self._cycles.get(uid)
-        if cycle is None or cycle.scores is not None:  # asked for or dropped already, or scored for a later filter
-            return
         pod = cycle.pod
+        if self._cycles.get(pod.uid) is not cycle:  # asked for already, dropped, or filtered again since
+            return
         with log_fields(verb="prioritize", pod=pod.key):
             memo = self.equivalence.memo(pod, "prioritize", cycle.class_key)
             cycle.scores = self._score(pod, cycle.snapshot, names, memo)
