@@ -51,6 +51,14 @@ local function del_node(name, rv)
   end
   redis.call('HDEL', K_NODERV, name)
   if redis.call('HDEL', K_NODE .. name, '_node') == 1 then touch(name) end
+  -- Reservations on a node that is gone are void: no bind of ours may go to it (a held gang member
+  -- loses its arrival and is scheduled again). Pods the API has bound there stay where they are.
+  for _, uid in ipairs(redis.call('HKEYS', K_NODE .. name)) do
+    if redis.call('ZSCORE', K_ASSUMED, uid) then
+      unplace(uid)
+      retry = true
+    end
+  end
 end
 
 local function put_pod(uid, node, payload)

@@ -77,6 +77,8 @@ class Cluster:
             self.nodes.discard(name)
             for pod in on_node:
                 del self.placed[pod.uid]
+            for uid in [u for u, node in self.reserved.items() if node == name]:
+                del self.reserved[uid]  # a deleted node's reservations go with it
             return "node deleted"
         if kind in (2, 3):
             await self.store.apply(self.epoch, [Op.node(_facts(rng, name))])

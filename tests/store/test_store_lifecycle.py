@@ -165,6 +165,20 @@ async def test_deleting_an_assumed_pod_drops_the_reservation(store: Store, epoch
     assert await pods_on(store, "n1") == {} and await store.assumed_pods() == {} and await pending(store) == set()
 
 
+async def test_deleting_a_node_voids_its_reservations_but_keeps_its_bound_pods(store: Store, epoch: int) -> None:
+    await store.apply(epoch, [Op.node(node("n1")), Op.pod(pod("u1")), Op.pod(pod("u2", "n1"))])
+    await store.assume_pod(pod("u1"), "n1", None, ttl=30)
+    generation = await store.generation()
+    await store.apply(epoch, [Op.delete_node("n1")])
+    assert list(await pods_on(store, "n1")) == ["u2"]  # the API still has it bound there
+    assert await store.assumed_pods() == {} and await store.placed_pods() == {"u2": "n1"}
+    assert await pending(store) == {"u1"}
+    assert await store.node_generation("n1") > generation  # replicas see the change
+    # Created again under the same name: the reservation does not come back with it.
+    await store.apply(epoch, [Op.node(node("n1"))])
+    assert list(await pods_on(store, "n1")) == ["u2"]
+
+
 async def test_relist_delete_keeps_assumed_pods(store: Store, epoch: int) -> None:
     await store.assume_pod(pod("u1"), "n1", None, ttl=30)
     await store.add_pod(epoch, pod("u2", "n1"))
