@@ -27,7 +27,8 @@ class Telemetry:
         )
         self.gang_decisions = Counter(
             "extender_gang_decisions_total",
-            "Gangs permitted or rejected (seen by the watch leader).",
+            "Gangs permitted, rejected, released (too few live members) or vanished (none left), seen by the "
+            "watch leader.",
             ["outcome"],
             registry=r,
         )
@@ -114,7 +115,7 @@ class Telemetry:
             ["result"],
             registry=r,
         )
-        for outcome in ("permitted", "rejected"):
+        for outcome in ("permitted", "rejected", "released", "vanished"):
             self.gang_decisions.labels(outcome)
         for event in ("acquired", "lost"):
             self.leader_transitions.labels(event)

@@ -148,13 +148,7 @@ class Waiters:
                     if result.state == "rejected":
                         h.future.set_result(WaitResult(Outcome.REJECTED, result.why, result.cool_ms))
                     elif not mine:
-                        h.future.set_result(
-                            WaitResult(
-                                Outcome.LOST,
-                                f"gang {entry.key}: the arrival of {h.uid} is gone (its lease lapsed, "
-                                "its pod was deleted or its reservation expired, or a newer call replaced it)",
-                            )
-                        )
+                        h.future.set_result(WaitResult(Outcome.LOST, _lost(entry.key, h.uid, result.why)))
                     elif result.state == "permitted":
                         h.future.set_result(WaitResult(Outcome.PERMITTED))
                     elif now >= h.deadline:
@@ -172,6 +166,16 @@ class Waiters:
     async def _sleep(entry: _Gang, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(entry.wake.wait(), timeout=max(seconds, 0.001))
+
+
+def _lost(gang: str, uid: str, released: str) -> str:
+    """Why a held call's arrival is gone: the reconciler's reason when it released the gang."""
+    if released:
+        return f"{released}; the arrival of {uid} was released"
+    return (
+        f"gang {gang}: the arrival of {uid} is gone (its lease lapsed, its pod was deleted, its node "
+        "was deleted or its reservation expired, or a newer call replaced it)"
+    )
 
 
 class GangEvents:

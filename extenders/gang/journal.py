@@ -1,4 +1,4 @@
-"""The gang decisions journal: the scripts append admitted/permitted/rejected to a Redis stream.
+"""The gang decisions journal: the scripts append each gang decision to a Redis stream.
 
 Whichever replica's script makes a decision, it lands in one stream in the same atomic step, so
 the watch leader can report each decision exactly once (metrics, Events on the PodGroup, its
@@ -24,6 +24,8 @@ log = logging.getLogger(__name__)
 ADMITTED = "admitted"
 PERMITTED = "permitted"
 REJECTED = "rejected"
+RELEASED = "released"  # stood down: fewer live members than its minimum (extenders.gang.reconcile)
+VANISHED = "vanished"  # no live member left: its bookkeeping was dropped
 
 
 def _text(value: Any) -> str:

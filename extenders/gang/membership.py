@@ -200,6 +200,25 @@ class GangIndex:
             pending_key = gang_key(pod, config)
             if pending_key is not None:
                 self.members_for(pending_key).pending.append(pod)
+        self._regroup_held(snapshot, config)
+
+    def _regroup_held(self, snapshot: Snapshot, config: GangConfig) -> None:
+        """A held member's reservation carries the pod as it was at bind; its pending record is the
+        API server's current one. When that one is no longer live, or names another gang (labels
+        changed while held), it decides."""
+        for key, members in list(self.gangs.items()):
+            for pod in list(members.held):
+                current = snapshot.pending.get(pod.uid)
+                if current is None:
+                    continue
+                now_key = gang_key(current, config) if _live(current) else None
+                if now_key == key:
+                    continue
+                members.held.remove(pod)
+                if now_key is not None:
+                    self.members_for(now_key).held.append(pod)
+            if members.count == 0:
+                del self.gangs[key]
 
     @staticmethod
     def entries(pods: Iterable[PodInfo], config: GangConfig) -> NodeEntries:

@@ -125,7 +125,9 @@ class PodGroupStatusWriter:
         """Write the status of every group whose members or gang state changed; returns how many."""
         snap = await self.snapshot()
         groups: dict[str, PodGroupInfo] = dict(snap.podgroups)
-        for gone in [k for k in self._seen if k not in groups]:
+        # Admissions of gangs without a PodGroup are dropped here too: the leader would keep one
+        # entry for every gang it ever saw admitted.
+        for gone in [k for k in self._seen.keys() | self._started.keys() if k not in groups]:
             self._seen.pop(gone, None)
             self._written.pop(gone, None)
             self._started.pop(gone, None)

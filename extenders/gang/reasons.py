@@ -8,6 +8,7 @@ GANG_WAITING = "GangWaiting"  # too few members yet, queued for a slot, or not e
 GANG_ADMITTED = "GangAdmitted"  # admitted to assemble: members pass filter and are held at bind
 GANG_PERMITTED = "GangPermitted"  # the quorum is placed: every held member binds
 GANG_REJECTED = "GangRejected"  # the window closed first: reservations released, cool-down begins
+GANG_RELEASED = "GangReleased"  # too few live members left: held members, slot and queue place released
 GANG_COOLING_DOWN = "GangCoolingDown"  # turned away while the gang cools down after a rejection
 GANG_INVALID = "GangInvalid"  # the gang's minimum cannot be told (a missing or bad label)
 BIND_FAILED = "BindFailed"  # the Binding could not be created, or the pod no longer fits its node
@@ -17,6 +18,7 @@ TYPES = {
     GANG_ADMITTED: NORMAL,
     GANG_PERMITTED: NORMAL,
     GANG_REJECTED: WARNING,
+    GANG_RELEASED: WARNING,
     GANG_COOLING_DOWN: WARNING,
     GANG_INVALID: WARNING,
     BIND_FAILED: WARNING,

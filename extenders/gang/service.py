@@ -12,6 +12,7 @@ Binding members (holding their calls until the gang can go) is ``extenders.bindi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -24,11 +25,12 @@ from extenders.binding.binder import BindRuntime
 from extenders.gang import reasons
 from extenders.gang.config import GangConfig
 from extenders.gang.filter import GangVerdict, capacity_shortfall
-from extenders.gang.journal import ADMITTED, PERMITTED, REJECTED, Decision, GangJournal
+from extenders.gang.journal import ADMITTED, PERMITTED, REJECTED, RELEASED, VANISHED, Decision, GangJournal
 from extenders.gang.membership import GangIndexCache, GangMembers, GangOf, gang_of_for, gang_ref, order_score
 from extenders.gang.nudger import Nudger
 from extenders.gang.podgroup_status import PodGroupStatusWriter
-from extenders.gang.state import FilterState, FilterStatus, GangStore
+from extenders.gang.reconcile import GangReconciler
+from extenders.gang.state import FilterState, FilterStatus, GangStore, Seen
 from extenders.gang.status import STATES, gang_document
 from extenders.kube.events import ObjectRef
 from extenders.kube.requeue import Requeuer
@@ -42,6 +44,7 @@ _DECISION_REASONS = {
     ADMITTED: reasons.GANG_ADMITTED,
     PERMITTED: reasons.GANG_PERMITTED,
     REJECTED: reasons.GANG_REJECTED,
+    RELEASED: reasons.GANG_RELEASED,
 }
 
 
@@ -67,6 +70,7 @@ class GangService:
             Nudger(self.store, Requeuer(kube), self.config.sweep_interval_seconds) if kube is not None else None
         )
         self.journal = GangJournal(redis, runtime.store.prefix, self._report)
+        self.reconciler = GangReconciler(self.store, runtime.snapshot, self.index, self.config.sweep_interval_seconds)
         self.podgroup_status = (
             PodGroupStatusWriter(
                 kube, runtime.snapshot, self._members, self.gang_states, self.config.podgroup_label, runtime.telemetry
@@ -84,10 +88,11 @@ class GangService:
             self._tasks.append(asyncio.create_task(self.nudger.run(), name="gang-nudger"))
 
     def leader_work(self) -> list[Callable[[], Coroutine[Any, Any, None]]]:
-        """What the watch leader runs for gangs: reporting decisions, and PodGroup status."""
+        """What the watch leader runs for gangs: bookkeeping that follows the pods, reporting
+        decisions, and PodGroup status."""
         if self.podgroup_status is None:
             return []
-        return [self.journal.run, self.podgroup_status.run]
+        return [self.reconciler.run, self.journal.run, self.podgroup_status.run]
 
     async def stop(self) -> None:
         # cancel_and_wait re-cancels: redis-py can swallow a cancellation (Python 3.11's wait_for).
@@ -133,16 +138,21 @@ class GangService:
         ref = gang_ref(pod, snapshot.podgroups, self.config)
         if ref is None or not ref.is_gang:
             return None
-        if ref.min_member is None:
-            return GangVerdict(ref.key, False, ref.error, event=reasons.GANG_INVALID)
         members = self.index.get(snapshot).members(ref.key)
+        seen: Seen = (snapshot.generation, True)
         if all(p.uid != pod.uid for p in members.all()):
             # The watch has not written this pod yet: it is a member all the same.
             members = GangMembers(ref.key, [*members.pending, pod], members.held, members.bound)
+            seen = (snapshot.generation, False)
         minimum, me = ref.min_member, (pod.uid, pod.key)
+        if minimum is None:
+            # Parked, so that the minimum's arrival (its PodGroup created) requeues it.
+            with contextlib.suppress(RedisError, OSError):
+                await self.store.park(ref.key, me, seen)
+            return GangVerdict(ref.key, False, ref.error, event=reasons.GANG_INVALID)
         try:
             if members.count < minimum:
-                state = await self.store.filter(ref.key, False, 0, minimum, me)
+                state = await self.store.filter(ref.key, False, 0, minimum, me, seen)
                 if state.status is FilterStatus.COOLING:
                     return self._cooling(ref.key, state)
                 return GangVerdict(
@@ -152,11 +162,11 @@ class GangService:
                     f"({len(members.pending)} pending, {len(members.held)} held at bind, {len(members.bound)} bound)",
                     event=reasons.GANG_WAITING,
                 )
-            state = await self.store.check(ref.key, me)
+            state = await self.store.check(ref.key, me, seen)
             reason = ""
             if state.status is FilterStatus.CHECK:
                 reason = capacity_shortfall(ref.key, members, minimum, snapshot, passing, pod)
-                state = await self.store.filter(ref.key, not reason, order_score(ref, members), minimum, me)
+                state = await self.store.filter(ref.key, not reason, order_score(ref, members), minimum, me, seen)
         except (RedisError, OSError) as exc:
             return GangVerdict(ref.key, False, f"gang {ref.key}: gang state unavailable (Redis: {exc})")
         if state.status is FilterStatus.COOLING:
@@ -207,7 +217,9 @@ class GangService:
         when its gang's reservations change (see extenders.kube.requeue)."""
         ref = gang_ref(pod, snapshot.podgroups, self.config)
         if ref is not None and ref.is_gang:
-            await self.store.park(ref.key, (pod.uid, pod.key))
+            members = self.index.get(snapshot).members(ref.key)
+            seen = (snapshot.generation, any(p.uid == pod.uid for p in members.all()))
+            await self.store.park(ref.key, (pod.uid, pod.key), seen)
 
     def gang_of(self, snapshot: Snapshot) -> GangOf:
         """The ``gang_of`` callable for ``extenders.preemption`` (same label keys as here)."""
@@ -230,9 +242,17 @@ class GangService:
             telemetry.gang_decisions.labels(REJECTED).inc()
             cool = (decision.cool_ms or 0) / 1000
             message = f"{decision.why}; its reservations were released; cooling down for {cool:.1f}s"
+        elif decision.kind == RELEASED:
+            telemetry.gang_decisions.labels(RELEASED).inc()
+            message = f"{decision.why}: its held members, slot and queue place were released"
+        elif decision.kind == VANISHED:
+            telemetry.gang_decisions.labels(VANISHED).inc()
+            if self.podgroup_status is not None:
+                self.podgroup_status.wake()
+            return
         else:
             return
-        if decision.kind != ADMITTED and decision.window_seconds is not None:
+        if decision.kind in (PERMITTED, REJECTED) and decision.window_seconds is not None:
             telemetry.gang_window.labels(decision.kind).observe(decision.window_seconds)
         if self.podgroup_status is not None:
             if decision.kind == ADMITTED:

@@ -31,6 +31,8 @@ _SCRIPTS = (
     "gang_read",
     "gang_nudge",
     "gang_orphan",
+    "gang_scan",
+    "gang_reconcile",
 )
 
 
@@ -45,6 +47,10 @@ def _ms(seconds: float) -> int:
 # A gang member as filter parks it: (uid, namespace/name), what extenders.kube.requeue takes.
 Member = PodRef
 NO_MEMBER: Member = ("", "")
+# What a filter saw: the generation of its snapshot, and whether the member was in it. The reconciler
+# leaves alone a gang whose members may be newer than its own snapshot.
+Seen = tuple[int, bool]
+NO_VIEW: Seen = (0, True)  # a caller that says nothing of its snapshot holds the reconciler back not at all
 
 
 class FilterStatus(enum.Enum):
@@ -98,6 +104,18 @@ class PollResult:
     mine: list[bool]
 
 
+@dataclass(slots=True, frozen=True)
+class GangBrief:
+    """A gang as the bookkeeping has it, reduced to what the reconciler compares with the pods."""
+
+    key: str
+    minimum: int | None
+    state: str  # '' | 'permitted' | 'rejected'
+    admitted: bool
+    queued: bool
+    arrivals: tuple[str, ...]  # uids of the arrivals recorded at bind (held, binding or bound)
+
+
 @dataclass(slots=True)
 class GangRecord:
     """One gang's raw bookkeeping, as the status API reads it."""
@@ -140,29 +158,42 @@ class GangStore:
         cooldown = f"{_ms(c.cooldown_seconds)}:{_ms(c.cooldown_max_seconds)}"
         return await self._scripts[name](args=[self.prefix, cooldown, *args])
 
-    async def check(self, gang: str, member: Member = NO_MEMBER) -> FilterState:
+    async def check(self, gang: str, member: Member = NO_MEMBER, seen: Seen = NO_VIEW) -> FilterState:
         """The gang's state for a member's filter: COOLING, PERMITTED or ADMITTED decide; CHECK
         means the gang is not admitted and ``filter`` must follow with the caller's verdict."""
-        return await self._filter("state", gang, member, 0, 0)
+        return await self._filter("state", gang, member, 0, 0, seen)
 
-    async def filter(self, gang: str, ready: bool, score: int, minimum: int, member: Member = NO_MEMBER) -> FilterState:
+    async def filter(
+        self, gang: str, ready: bool, score: int, minimum: int, member: Member = NO_MEMBER, seen: Seen = NO_VIEW
+    ) -> FilterState:
         """Admit the gang (``ready``: the member count and capacity suffice) or turn the member away;
         a member turned away is parked, to be nudged when its gang may go on."""
-        return await self._filter("ready" if ready else "unready", gang, member, score, minimum)
+        return await self._filter("ready" if ready else "unready", gang, member, score, minimum, seen)
 
     async def release_orphan(self, gang: str, uid: str) -> bool:
         """Drop a member's held arrival and reservation that no live bind call stands behind."""
         return bool(int(await self._run("gang_orphan", gang, uid)))
 
-    async def park(self, gang: str, member: Member) -> None:
+    async def park(self, gang: str, member: Member, seen: Seen = NO_VIEW) -> None:
         """Park a member that failed filter on every node for a reason of its own."""
-        await self._filter("park", gang, member, 0, 0)
+        await self._filter("park", gang, member, 0, 0, seen)
 
-    async def _filter(self, phase: str, gang: str, member: Member, score: int, minimum: int) -> FilterState:
+    async def _filter(self, phase: str, gang: str, member: Member, score: int, minimum: int, seen: Seen) -> FilterState:
         c = self.config
         uid, ref = member
+        generation, in_snapshot = seen
         reply = await self._run(
-            "gang_filter", gang, phase, uid, ref, score, c.max_assembling, _ms(c.queue_idle_seconds), minimum
+            "gang_filter",
+            gang,
+            phase,
+            uid,
+            ref,
+            score,
+            c.max_assembling,
+            _ms(c.queue_idle_seconds),
+            minimum,
+            generation,
+            "0" if in_snapshot else "1",
         )
         status = FilterStatus(_text(reply[0]))
         if status is FilterStatus.COOLING:
@@ -257,7 +288,38 @@ class GangStore:
     async def sweep(self, limit: int = 1000) -> list[str]:
         """Upkeep of every gang; returns the idle gangs deleted."""
         c = self.config
-        return [_text(g) for g in await self._run("gang_sweep", _ms(c.idle_seconds), limit, c.max_assembling)]
+        reply = await self._run("gang_sweep", _ms(c.idle_seconds), limit, c.max_assembling, _ms(c.queue_idle_seconds))
+        return [_text(g) for g in reply]
+
+    async def scan(self) -> list[GangBrief]:
+        """Every gang the bookkeeping knows, as the reconciler compares it with a snapshot."""
+        return [
+            GangBrief(
+                _text(item[0]),
+                int(_text(item[1])) if _text(item[1]) else None,
+                _text(item[2]),
+                bool(int(item[3])),
+                bool(int(item[4])),
+                tuple(_text(u) for u in item[5:]),
+            )
+            for item in await self._run("gang_scan")
+        ]
+
+    async def reconcile(
+        self, generation: int, actions: Sequence[dict[str, Any]], *, grace_seconds: float, horizon_seconds: float
+    ) -> dict[str, str]:
+        """Apply the reconciler's actions (see gang_reconcile.lua); ``{gang: outcome}``."""
+        if not actions:
+            return {}
+        reply = await self._run(
+            "gang_reconcile",
+            generation,
+            _ms(grace_seconds),
+            _ms(horizon_seconds),
+            _ms(self.config.assumed_ttl_seconds),
+            orjson.dumps(list(actions)),
+        )
+        return {_text(reply[i]): _text(reply[i + 1]) for i in range(0, len(reply), 2)}
 
     async def take_nudges(self, limit: int = 100) -> list[tuple[str, list[Member]]]:
         """The due nudges, each handed to one caller only: ``[(gang, [(uid, namespace/name)])]``."""

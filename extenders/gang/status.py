@@ -17,6 +17,13 @@ def _int(fields: dict[str, str], name: str) -> int | None:
         return None
 
 
+def _reason(state: str, fields: dict[str, str]) -> str:
+    """Why the gang is where it is: its rejection, or why it last stood down while it waits."""
+    if state in ("cooling", "rejected"):
+        return fields.get("why", "")
+    return fields.get("released", "") if state == "waiting" else ""
+
+
 def gang_document(
     key: str, record: GangRecord | None, members: GangMembers | None, ref: GangRef | None, now_ms: int
 ) -> dict[str, Any]:
@@ -37,6 +44,8 @@ def gang_document(
     minimum = ref.min_member if ref is not None and ref.min_member is not None else _int(fields, "min")
     bound_uids = {p.uid for p in members.bound} if members else set()
     bound_uids.update(uid for uid, a in arrivals.items() if a.get("st") == "b")
+    if state == "waiting" and minimum and len(bound_uids) >= minimum:
+        state = "permitted"  # its bookkeeping was forgotten while its bound members run on
     window_left = (deadline - now_ms) / 1000 if state == "assembling" and deadline is not None else 0.0
     cool_left = (cool - now_ms) / 1000 if state == "cooling" and cool is not None else 0.0
     doc: dict[str, Any] = {
@@ -55,7 +64,7 @@ def gang_document(
         "cooldownRemainingSeconds": round(max(cool_left, 0.0), 3),
         "admitted": bool(record.admitted) if record else False,
         "queuePosition": record.queue_position if record and record.queue_position > 0 else None,
-        "reason": fields.get("why", "") if state in ("cooling", "rejected") else "",
+        "reason": _reason(state, fields),
     }
     if members is not None:
         doc["pending"] = len(members.pending)

@@ -13,34 +13,6 @@ local window, minimum, score = tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(
 local max_asm, idle, assumed_ttl = tonumber(ARGV[14]), tonumber(ARGV[15]), tonumber(ARGV[16])
 local FIRST_PLACED = 17
 
--- Live members other than this pod: held arrivals (they have leases; maintain() has dropped
--- those whose pod is no longer placed), and members placed right now: the caller's live placed
--- members (bound, or reserved and binding) and the gang's arrivals still in flight ('w': permitted
--- and binding, not yet in the caller's snapshot). An arrival that ended bound ('b') counts only
--- through the caller's list: after a job restart the old incarnation's pods stay placed while
--- they terminate, and must not make the new one look complete. Returns (held, others).
-local function live_members()
-  local seen, held, others = {}, 0, 0
-  for _, u in ipairs(redis.call('ZRANGE', k_lease(gk), 0, -1)) do
-    if u ~= uid then
-      seen[u] = true
-      held = held + 1
-    end
-  end
-  local function placed(u)
-    if u ~= uid and not seen[u] and redis.call('HEXISTS', K_PODLOC, u) == 1 then
-      seen[u] = true
-      others = others + 1
-    end
-  end
-  for i = FIRST_PLACED, #ARGV do placed(ARGV[i]) end
-  local arr = redis.call('HGETALL', k_arr(gk))
-  for i = 1, #arr, 2 do
-    if cjson.decode(arr[i + 1]).st == 'w' then placed(arr[i]) end
-  end
-  return held, others
-end
-
 local function main()
   local now = now_ms()
   local h = k_state(gk)
@@ -50,7 +22,9 @@ local function main()
     return {'rejected', st[1] or '', tonumber(st[2] or '0') - now}
   end
   activity(gk, now)
-  local held, others = live_members()
+  local placed = {}
+  for i = FIRST_PLACED, #ARGV do placed[#placed + 1] = ARGV[i] end
+  local held, others = live_members(gk, uid, placed)
   if state == 'permitted' and held == 0 and held + others + 1 < minimum then
     -- The gang that was permitted is gone (its pods deleted, e.g. the job was recreated under
     -- the same name): this is a new gang and must assemble again.
@@ -77,6 +51,7 @@ local function main()
   if not deadline then
     deadline = now + window
     redis.call('HSET', h, 'first', now, 'deadline', deadline, 'window', window)
+    redis.call('HDEL', h, 'released')
   end
   if held + 1 + others >= minimum then
     permit(gk, now, assumed_ttl)

@@ -8,7 +8,10 @@
 --                    bound (members bound before arriving), touched,
 --                    admitted (ms: when it last got an assembling slot), arrived (ms: its last
 --                    held arrival), yielded (ms: when it gave up its slot for having nothing
---                    arrived for too long; its queue score from then on)
+--                    arrived for too long; its queue score from then on), asked_gen / asked
+--                    (the newest snapshot generation a member was filtered on, and when),
+--                    unseen (ms: a member was filtered that its replica's snapshot did not have
+--                    yet), released (why the reconciler last released the gang)
 -- P:gangarr:{gang}   hash uid -> cjson {pod, node, replica, t (call token), st ('w' held | 'b' bound)}
 -- P:ganglease:{gang} zset uid -> lease deadline of a held arrival (its replica refreshes it)
 -- P:gangs            zset gang -> last activity (idle clean-up, listing)
@@ -79,13 +82,29 @@ local function activity(gk, now)
   redis.call('HSET', k_state(gk), 'touched', now)
 end
 
-local function reject(gk, now, why)
+-- Drop every arrival of the gang, releasing the reservations of those not bound yet.
+local function release_arrivals(gk)
   local arr = redis.call('HGETALL', k_arr(gk))
   for i = 1, #arr, 2 do
     if cjson.decode(arr[i + 1]).st ~= 'b' then release(arr[i]) end
   end
   redis.call('DEL', k_arr(gk), k_lease(gk))
   redis.call('SREM', G_ACTIVE, gk)
+end
+
+-- Drop one held arrival (its pod left the gang), releasing its reservation.
+local function drop_arrival(gk, uid)
+  local raw = redis.call('HGET', k_arr(gk), uid)
+  if not raw then return false end
+  if cjson.decode(raw).st ~= 'b' then release(uid) end
+  redis.call('HDEL', k_arr(gk), uid)
+  redis.call('ZREM', k_lease(gk), uid)
+  if redis.call('ZCARD', k_lease(gk)) == 0 then redis.call('SREM', G_ACTIVE, gk) end
+  return true
+end
+
+local function reject(gk, now, why)
+  release_arrivals(gk)
   -- A gang that keeps failing waits longer each time, so it takes an ever smaller share of the
   -- assembling turn from gangs queued behind it.
   local n = redis.call('HINCRBY', k_state(gk), 'rejections', 1)
@@ -195,6 +214,67 @@ local function yield_slot(gk, now)
   redis.call('ZREM', G_ASM, gk)
   redis.call('HSET', k_state(gk), 'yielded', now)
   nudge_queue_head(now)
+end
+
+-- A gang none of whose pods is live any more (deleted, finished, moved to another gang): its
+-- bookkeeping goes at once, so it holds no slot, queue place or reservation. Members parked under
+-- it still get their nudge (one may have moved to another gang); the nudge takes the parked list.
+local function vanish(gk, now)
+  release_arrivals(gk)
+  local had_slot = redis.call('ZREM', G_ASM, gk) == 1
+  redis.call('ZREM', G_QUEUE, gk)
+  redis.call('ZREM', G_INDEX, gk)
+  redis.call('DEL', k_state(gk))
+  if redis.call('EXISTS', k_park(gk)) == 1 then nudge(gk, now, now) else redis.call('ZREM', G_NUDGE, gk) end
+  journal(gk, 'vanished', now)
+  redis.call('PUBLISH', G_CHAN, gk)
+  if had_slot then nudge_queue_head(now) end
+end
+
+-- A gang that cannot assemble now (fewer live members than its minimum, or a minimum nobody can
+-- tell any more) gives back what it holds: held arrivals with their reservations (their calls
+-- answer ``why``), its slot and its queue place. No cool-down: nothing failed, members are missing;
+-- the next member let through admits it again. Returns whether anything was held.
+local function stand_down(gk, now, why)
+  local held = redis.call('HLEN', k_arr(gk)) > 0
+  release_arrivals(gk)
+  redis.call('HDEL', k_state(gk), 'first', 'deadline')
+  local had_slot = redis.call('ZREM', G_ASM, gk) == 1
+  local queued = redis.call('ZREM', G_QUEUE, gk) == 1
+  if not (held or had_slot or queued) then return false end
+  redis.call('HSET', k_state(gk), 'released', why)
+  journal(gk, 'released', now, 'why', why)
+  redis.call('PUBLISH', G_CHAN, gk)
+  if had_slot then nudge_queue_head(now) end
+  return true
+end
+
+-- Live members other than ``uid``: held arrivals (they have leases; maintain() has dropped those
+-- whose pod is no longer placed), and members placed right now: ``placed`` (a caller's live placed
+-- members: bound, or reserved and binding) and the gang's arrivals still in flight ('w': permitted
+-- and binding, not yet in the caller's snapshot). An arrival that ended bound ('b') counts only
+-- through ``placed``: after a job restart the old incarnation's pods stay placed while they
+-- terminate, and must not make the new one look complete. Returns (held, others).
+local function live_members(gk, uid, placed)
+  local seen, held, others = {}, 0, 0
+  for _, u in ipairs(redis.call('ZRANGE', k_lease(gk), 0, -1)) do
+    if u ~= uid then
+      seen[u] = true
+      held = held + 1
+    end
+  end
+  local function count(u)
+    if u ~= uid and not seen[u] and redis.call('HEXISTS', K_PODLOC, u) == 1 then
+      seen[u] = true
+      others = others + 1
+    end
+  end
+  for _, u in ipairs(placed) do count(u) end
+  local arr = redis.call('HGETALL', k_arr(gk))
+  for i = 1, #arr, 2 do
+    if cjson.decode(arr[i + 1]).st == 'w' then count(arr[i]) end
+  end
+  return held, others
 end
 
 -- Admission to the assembling set: first come by order score (then name), at most MAX at once.

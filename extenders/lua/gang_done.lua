@@ -29,9 +29,13 @@ end
 
 local function main()
   local now = now_ms()
-  local out = {}
-  for i = 5, #ARGV, 3 do out[#out + 1] = one(now, ARGV[i], ARGV[i + 1], ARGV[i + 2]) end
-  activity(gk, now)
+  local out, changed = {}, false
+  for i = 5, #ARGV, 3 do
+    out[#out + 1] = one(now, ARGV[i], ARGV[i + 1], ARGV[i + 2])
+    if out[#out] == 1 then changed = true end
+  end
+  -- A call whose arrival is already gone must not bring back a gang that vanished meanwhile.
+  if changed then activity(gk, now) end
   if redis.call('ZCARD', k_lease(gk)) == 0 then redis.call('SREM', G_ACTIVE, gk) end
   return out
 end

@@ -1,6 +1,8 @@
 -- Filter-time gang check, in two phases so the caller's capacity check runs only when it matters.
 -- ARGV: prefix, cooldown ms, gang, phase, member uid, member namespace/name, order score,
--- max assembling, queue idle ms, min members.
+-- max assembling, queue idle ms, min members, the caller's snapshot generation, '1' when the
+-- member is not in that snapshot yet (both tell the reconciler, gang_reconcile.lua, that the gang
+-- has members its own snapshot may not show).
 -- phase 'state': what the gang is now; an admitted gang needs no capacity check (its members
 --   held at bind are already its reservations, and those on their way to bind are unknown here).
 -- phase 'park': only park the member (it failed the node predicates everywhere).
@@ -12,6 +14,16 @@
 --         {'admitted', held arrivals, ms left in the window or -1} | {'queued', position, assembling gangs}
 local gk, phase, uid, ref = ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local score, max_asm, idle, minimum = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]), ARGV[10]
+local gen, unseen = tonumber(ARGV[11]), ARGV[12] == '1'
+
+local function asked(now)
+  local h = k_state(gk)
+  if gen >= tonumber(redis.call('HGET', h, 'asked_gen') or '0') then
+    redis.call('HSET', h, 'asked_gen', gen, 'asked', now)
+  end
+  if unseen then redis.call('HSET', h, 'unseen', now) end
+  redis.call('ZADD', G_INDEX, now, gk)
+end
 
 local function let_through(now)
   if uid ~= '' then redis.call('HDEL', k_park(gk), uid) end
@@ -26,6 +38,7 @@ end
 
 local function main()
   local now = now_ms()
+  asked(now)
   if phase == 'park' then
     park(gk, uid, ref, now)
     return {'parked'}

@@ -1,17 +1,19 @@
 -- A replica's held calls of one gang check in: refresh their arrival leases and reservations,
 -- and read the gang's state. ARGV: prefix, cooldown ms, gang, lease ms, hold ttl ms, then
--- pairs uid, token. Returns {state, why, ms left in the window or -1, ms of cool-down left or -1,
--- one 1/0 per pair: the arrival is still this call's and its pod still reserved}. maintain()
--- drops a held arrival whose pod is no longer placed (deleted while its call was held), so that
--- call reads 0 (lost) and answers an error instead of keeping a dead member in the quorum.
+-- pairs uid, token. Returns {state, why (of a rejection, or of the reconciler's last release),
+-- ms left in the window or -1, ms of cool-down left or -1, one 1/0 per pair: the arrival is still
+-- this call's and its pod still reserved}. maintain() drops a held arrival whose pod is no longer
+-- placed (deleted while its call was held), so that call reads 0 (lost) and answers an error
+-- instead of keeping a dead member in the quorum.
 local gk, lease, hold_ttl = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 
 local function main()
   local now = now_ms()
   local state = maintain(gk, now)
-  local st = redis.call('HMGET', k_state(gk), 'why', 'deadline', 'cool')
+  local st = redis.call('HMGET', k_state(gk), 'why', 'deadline', 'cool', 'released')
   local deadline, cool = tonumber(st[2] or ''), tonumber(st[3] or '')
-  local out = {state, st[1] or '', deadline and (deadline - now) or -1, cool and (cool - now) or -1}
+  local why = state == 'rejected' and st[1] or st[4]
+  local out = {state, why or '', deadline and (deadline - now) or -1, cool and (cool - now) or -1}
   local any = false
   for i = 6, #ARGV, 2 do
     local raw = redis.call('HGET', k_arr(gk), ARGV[i])

@@ -136,6 +136,23 @@ async def test_sweeping_an_idle_gang_deletes_its_parked_members_and_nudges(store
     assert leftovers == []
 
 
+async def test_the_sweep_takes_the_slot_of_an_admitted_gang_nothing_arrived_for(store: Store) -> None:
+    """No member of the gang queued behind may reach filter to notice (kube-scheduler parks them):
+    the sweep itself yields the overstayed slot and nudges the queue's head."""
+    g = gangs(store, queue_idle_seconds=0.2)
+    (a0,) = pods("a", 1, 2)
+    (b0,) = pods("b", 1, 2)
+    assert (await g.filter("default/a", True, 10, 2, me(a0))).status is FilterStatus.ADMITTED
+    assert (await g.filter("default/b", True, 50, 2, me(b0))).status is FilterStatus.QUEUED
+    await g.sweep()
+    assert await g.take_nudges() == []  # not overstayed yet
+    await asyncio.sleep(0.25)
+    await g.sweep()
+    assert await g.take_nudges() == [("default/b", [me(b0)])]
+    _, (record,) = await g.read(["default/a"])
+    assert not record.admitted
+
+
 async def test_each_rejection_in_a_row_doubles_the_cool_down_and_a_permit_resets_it(store: Store) -> None:
     await seed(store, [gpu_node("n1")])
     g = gangs(store, cooldown_seconds=0.2, cooldown_max_seconds=0.5)

@@ -5,96 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-import pytest
 import redis.asyncio as aredis
 
-from extenders.binding.service import BindService
 from extenders.convert import pod_info
-from extenders.gang.config import GangConfig
-from extenders.gang.service import GangService
 from extenders.store import Op, Store
 from tests.gang_support import GPU, LocalRuntime, RecordingKube, apply, gpu_node, member, seed
+from tests.store.gang.replicas import Factory, kube_of, setup, target, wait_for
 from tests.waiting import eventually
-
-
-class Replica:
-    """One replica's gang rules and bind verb, as the app wires them."""
-
-    def __init__(self, gangs: GangService, binds: BindService) -> None:
-        self.gangs = gangs
-        self.binds = binds
-        self.runtime = gangs.runtime
-        self.events = binds.events
-        self._tasks = binds._tasks  # the pub/sub listener first (a test stops it)
-        self.bind = binds.bind
-        self.filter = gangs.filter
-        self.gang_status = gangs.gang_status
-        self.release_orphan = gangs.release_orphan
-
-    async def start(self) -> None:
-        await self.gangs.start()
-        await self.binds.start()
-
-    async def stop(self) -> None:
-        await self.binds.stop()
-        await self.gangs.stop()
-
-
-Factory = Callable[..., Awaitable[list[Replica]]]
-
-
-@pytest.fixture
-async def replicas(redis_url: str, redis_prefix: str) -> AsyncIterator[Factory]:
-    started: list[tuple[Replica, aredis.Redis]] = []
-    kube = RecordingKube()
-
-    async def _start(n: int = 3, **config: Any) -> list[Replica]:
-        settings: dict[str, Any] = {"poll_interval_seconds": 0.1, "sweep_interval_seconds": 0.2}
-        settings.update(config)
-        out = []
-        for i in range(n):
-            client = aredis.Redis.from_url(redis_url)
-            runtime = LocalRuntime(Store(client, redis_prefix), kube, f"r{i}")  # type: ignore[arg-type]
-            gangs = GangService(client, runtime, GangConfig(**settings), replica_id=f"r{i}")
-            service = Replica(gangs, BindService(gangs))
-            await service.start()
-            started.append((service, client))
-            out.append(service)
-        return out
-
-    _start.kube = kube  # type: ignore[attr-defined]
-    yield _start
-    for service, client in started:
-        await service.stop()
-        await client.aclose()
-
-
-def kube_of(factory: Factory) -> RecordingKube:
-    kube: RecordingKube = factory.kube  # type: ignore[attr-defined]
-    return kube
-
-
-async def setup(
-    services: list[Replica], kube: RecordingKube, nodes: list[dict[str, Any]], pods: list[dict[str, Any]]
-) -> None:
-    for p in pods:
-        kube.add(p)
-    await seed(services[0].runtime.store, nodes, pods)
-
-
-def target(pod: dict[str, Any], node: str) -> tuple[str, str, str, str]:
-    meta = pod["metadata"]
-    return meta["namespace"], meta["name"], meta["uid"], node
-
-
-async def wait_for(predicate: Callable[[], Awaitable[bool]], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not await predicate():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.02)
 
 
 async def test_gang_of_eight_binds_only_after_the_eighth_arrival(replicas: Factory) -> None:

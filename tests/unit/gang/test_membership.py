@@ -87,6 +87,23 @@ def test_index_counts_pending_held_bound_and_skips_terminating() -> None:
     assert gang_of_for(snap)(waiting) == ("default/g", 4)
 
 
+def test_a_held_member_belongs_where_its_current_pending_record_says() -> None:
+    """The reservation keeps the pod as it was at bind; the pending record is the API's current one."""
+    facts = node_facts(gpu_node("n1"))
+    moved, leaving, staying = (pod_info(member(f"g-{i}", "g", 3)) for i in range(3))
+    for held in (moved, leaving, staying):
+        held.assumed = True
+    node = NodeInfo.build("n1", facts, [moved, leaving, staying])
+    moved_now = pod_info(member("g-0", "other", 3, uid=moved.uid))
+    leaving_now = pod_info(member("g-1", "g", 3, uid=leaving.uid))
+    leaving_now.deletion_timestamp = "2024-01-01T00:00:00Z"
+    index = GangIndex(_snapshot([node], [moved_now, leaving_now, staying]))
+    assert [p.name for p in index.members("default/g").held] == ["g-2"]
+    assert [p.uid for p in index.members("default/other").held] == [moved.uid]
+    alone = GangIndex(_snapshot([NodeInfo.build("n1", facts, [leaving])], [leaving_now]))
+    assert "default/g" not in alone.gangs  # no live member left: not a gang of the snapshot
+
+
 def test_needed_requests_is_a_lower_bound_over_the_smallest_members() -> None:
     small = pod_info(member("a", "g", 2, gpus=1))
     big = pod_info(member("b", "g", 2, gpus=4))
