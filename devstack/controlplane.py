@@ -382,13 +382,18 @@ class KubeScheduler:
                 qps=qps,
             )
         self.config_path.write_text(yaml.safe_dump(config))
+        self.workdir = workdir
+        self.verbosity = verbosity
         self.port = free_port()
-        cert_dir = workdir / f"{scheduler_name}-certs"
+        self.process = self._start()
+
+    def _start(self) -> Process:
+        cert_dir = self.workdir / f"{self.name}-certs"
         cert_dir.mkdir(exist_ok=True)
-        self.process = Process(
-            f"kube-scheduler-{scheduler_name}",
+        process = Process(
+            f"kube-scheduler-{self.name}",
             [
-                plane.binaries["kube-scheduler"],
+                self.plane.binaries["kube-scheduler"],
                 "--config",
                 str(self.config_path),
                 "--bind-address",
@@ -397,11 +402,18 @@ class KubeScheduler:
                 str(self.port),
                 "--cert-dir",
                 str(cert_dir),
-                f"--v={verbosity}",
+                f"--v={self.verbosity}",
             ],
-            workdir,
+            self.workdir,
         )
-        _wait(self._healthy, f"kube-scheduler {scheduler_name}", self.process, 60)
+        _wait(self._healthy, f"kube-scheduler {self.name}", process, 60)
+        return process
+
+    def restart(self) -> None:
+        """Stop the process (SIGTERM: its extender calls in flight are cut off) and start a new one
+        with the same configuration; the log goes on in the same file."""
+        self.process.stop()
+        self.process = self._start()
 
     def _healthy(self) -> bool:
         resp = httpx.get(f"https://127.0.0.1:{self.port}/healthz", verify=False, timeout=2)

@@ -183,6 +183,10 @@ class Kube:
     def delete(self, path: str) -> None:
         _check(self.http.delete(path), (200, 202, 404))
 
+    def patch(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """A JSON merge patch (``None`` removes a key)."""
+        return _check(self.http.patch(path, json=body, headers=MERGE))
+
     def get(self, path: str) -> dict[str, Any] | None:
         resp = self.http.get(path)
         if resp.status_code == 404:

@@ -1,0 +1,394 @@
+"""A seeded stream of gang churn through the real kube-scheduler, and the invariants checked on it.
+
+Gangs of varied size, minimum, size of member and label scheme are created; some are cancelled at
+a random moment of their life, completed ones finish (their pods deleted); plain pods come and go
+between them; nodes are drained, removed and added back under the same name. After every step the
+cluster is read back from the API server and from the extender, and these must hold:
+
+- no gang is ever partly bound (bound members are none, or at least its minimum);
+- no node ever holds more CPU than it has;
+- a gang that fits in the free capacity, with every older gang complete, gone or unable to fit and
+  no other gang assembling, completes within ``COMPLETE_SECONDS``;
+- no gang holds an assembling slot or a queue place without a live member for longer than
+  ``VACANT_SECONDS`` (the sweep interval, 1 s, plus the watch's write and a sampling step);
+- Redis remembers no gang whose pods have all been gone for longer than ``VACANT_SECONDS``.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import redis
+
+from devstack.kube import Kube, resources
+from tests.e2e.scenarios import ScenarioCluster
+
+LEGACY = ("pod-group.scheduling.sigs.k8s.io/name", "pod-group.scheduling.sigs.k8s.io/min-available")
+UNICORE = ("gang.unicore.mcyou.cn/name", "gang.unicore.mcyou.cn/available-count")
+POD_GROUP = "scheduling.x-k8s.io/pod-group"
+POD_GROUP_MIN = "scheduling.x-k8s.io/min-available"
+SCHEMES = ("legacy", "unicore", "podgroup", "annotated")
+GANG_LABEL = "churn-gang"  # every member carries its gang's name here too (for deleting it)
+PLAIN_LABEL = "churn-plain"
+
+NODE_MILLICPU = 4000
+MEMBER_MILLICPU = (500, 1000, 1500, 2000, 3000)
+COMPLETE_SECONDS = 20.0
+VACANT_SECONDS = 2.5
+
+
+def millicpu(pod: dict[str, Any]) -> int:
+    total = 0
+    for container in pod["spec"].get("containers") or []:
+        cpu = ((container.get("resources") or {}).get("requests") or {}).get("cpu", "0")
+        total += int(cpu[:-1]) if cpu.endswith("m") else int(float(cpu) * 1000)
+    return total
+
+
+@dataclass
+class Gang:
+    name: str
+    size: int
+    minimum: int
+    millicpu: int
+    scheme: str
+    names: list[str] = field(default_factory=list)
+    created: float = 0.0
+    cancelled: bool = False  # the test deletes it (cancelled, finished or drained)
+    completed: float | None = None
+    eligible_since: float | None = None
+
+    def labels(self) -> dict[str, str]:
+        base = {GANG_LABEL: self.name}
+        if self.scheme == "legacy":
+            return {**base, LEGACY[0]: self.name, LEGACY[1]: str(self.minimum)}
+        if self.scheme == "unicore":
+            return {**base, UNICORE[0]: self.name, UNICORE[1]: str(self.minimum)}
+        return {**base, POD_GROUP: self.name}
+
+
+@dataclass
+class Observation:
+    """One reading of the cluster: where every pod of the namespace is, which nodes exist."""
+
+    pods: dict[str, dict[str, Any]]
+    nodes: dict[str, int]  # node -> millicpu
+    at: float
+
+    def bound(self, names: list[str]) -> int:
+        return sum(1 for n in names if n in self.pods and self.pods[n]["spec"].get("nodeName"))
+
+    def free(self) -> dict[str, int]:
+        used: dict[str, int] = dict.fromkeys(self.nodes, 0)
+        for pod in self.pods.values():
+            node = pod["spec"].get("nodeName")
+            if node in used:
+                used[node] += millicpu(pod)
+        return {node: self.nodes[node] - used[node] for node in self.nodes}
+
+
+def _names(values: Any) -> list[str]:
+    return [v.decode() if isinstance(v, bytes) else str(v) for v in values]
+
+
+def fits(gang: Gang, need: int, free: dict[str, int]) -> bool:
+    """Whether ``need`` more members of ``gang`` fit in ``free`` (members are all one size)."""
+    return need <= 0 or sum(left // gang.millicpu for left in free.values() if left > 0) >= need
+
+
+@dataclass
+class Figures:
+    gangs: int = 0
+    completed: int = 0
+    cancelled: int = 0
+    finished: int = 0
+    plain: int = 0
+    drained: int = 0
+    restored: int = 0
+    checks: int = 0
+    waits: list[float] = field(default_factory=list)  # eligible -> complete, per gang
+
+
+class Churn:
+    """Drives the stream on one namespace and checks the invariants after every step."""
+
+    def __init__(
+        self,
+        cluster: ScenarioCluster,
+        redis_client: redis.Redis,
+        prefix: str,
+        replica_urls: list[str],
+        seed: int,
+        *,
+        nodes: int = 6,
+        logs: Callable[[], str] = lambda: "",
+    ) -> None:
+        self.cluster = cluster
+        self.kube: Kube = cluster.kube
+        self.redis = redis_client
+        self.prefix = prefix
+        self.replica_urls = replica_urls
+        self.rng = random.Random(seed)
+        self.logs = logs
+        self.node_count = nodes
+        self.nodes: list[str] = []
+        self.removed: list[str] = []
+        self.gangs: dict[str, Gang] = {}
+        self.plain: list[str] = []
+        self.figures = Figures()
+        self.violations: list[str] = []
+        self.vacant_since: dict[str, float] = {}  # gang key -> first seen holding with no live member
+        self.gone_since: dict[str, float] = {}  # gang key -> when the test saw its last pod gone
+        self._serial = 0
+
+    # --- the stream ----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.nodes = self.cluster.nodes(self.node_count, cpu=str(NODE_MILLICPU // 1000))
+        self.cluster.wait_synced()
+
+    def step(self) -> None:
+        """One random change of the cluster."""
+        roll = self.rng.random()
+        if roll < 0.40:
+            self.create_gang()
+        elif roll < 0.55:
+            self.cancel_gang()
+        elif roll < 0.72:
+            self.finish_gang()
+        elif roll < 0.87:
+            self.plain_pods()
+        elif roll < 0.94:
+            self.drain_node()
+        else:
+            self.restore_node()
+
+    def key(self, name: str) -> str:
+        return f"{self.cluster.namespace}/{name}"
+
+    def create_gang(self) -> None:
+        self._serial += 1
+        size = self.rng.randint(2, 5)
+        scheme = self.rng.choice(SCHEMES)
+        minimum = size - 1 if scheme in ("podgroup", "annotated") and self.rng.random() < 0.3 else size
+        gang = Gang(f"g{self._serial}", size, minimum, self.rng.choice(MEMBER_MILLICPU), scheme)
+        if scheme == "podgroup":
+            self.kube.create(
+                f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{self.cluster.namespace}/podgroups",
+                {
+                    "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+                    "kind": "PodGroup",
+                    "metadata": {"name": gang.name},
+                    "spec": {"minMember": minimum},
+                },
+            )
+        annotations = {POD_GROUP_MIN: str(minimum)} if scheme == "annotated" else None
+        gang.created = time.monotonic()
+        self.gangs[gang.name] = gang
+        self.gone_since.pop(self.key(gang.name), None)
+        for i in range(size):
+            name = f"{gang.name}-{i}"
+            self.cluster.pod(
+                name, requests=resources(cpu=f"{gang.millicpu}m"), labels=gang.labels(), annotations=annotations
+            )
+            gang.names.append(name)
+        self.figures.gangs += 1
+
+    def delete_gang(self, gang: Gang) -> None:
+        gang.cancelled = True
+        self.kube.delete_pods(self.cluster.namespace, f"{GANG_LABEL}={gang.name}")
+        if gang.scheme == "podgroup":
+            self.kube.delete(
+                f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{self.cluster.namespace}/podgroups/{gang.name}"
+            )
+
+    def cancel_gang(self) -> None:
+        live = [g for g in self.gangs.values() if not g.cancelled and g.completed is None]
+        if live:
+            self.delete_gang(self.rng.choice(live))
+            self.figures.cancelled += 1
+
+    def finish_gang(self) -> None:
+        done = [g for g in self.gangs.values() if not g.cancelled and g.completed is not None]
+        if done:
+            self.delete_gang(self.rng.choice(done))
+            self.figures.finished += 1
+
+    def plain_pods(self) -> None:
+        if self.plain and self.rng.random() < 0.4:
+            name = self.plain.pop(self.rng.randrange(len(self.plain)))
+            self.kube.delete_pod(self.cluster.namespace, name)
+            return
+        self._serial += 1
+        name = f"p{self._serial}"
+        self.cluster.pod(name, requests=resources(cpu="500m"), labels={PLAIN_LABEL: "yes"})
+        self.plain.append(name)
+        self.figures.plain += 1
+
+    def drain_node(self) -> None:
+        """Evict what runs on a node (whole gangs, as a job loses its run when one of its pods goes),
+        then delete the node; it comes back later under the same name."""
+        if len(self.nodes) <= 3:
+            return
+        node = self.rng.choice(self.nodes)
+        self.evict(node)
+        self.kube.delete_node(node)
+        self.nodes.remove(node)
+        self.removed.append(node)
+        self.figures.drained += 1
+
+    def evict(self, node: str) -> None:
+        for pod in self.kube.pods(self.cluster.namespace):
+            if pod["spec"].get("nodeName") != node:
+                continue
+            labels = pod["metadata"].get("labels") or {}
+            gang = self.gangs.get(labels.get(GANG_LABEL, ""))
+            if gang is not None:
+                if not gang.cancelled:
+                    self.delete_gang(gang)
+            else:
+                self.kube.delete_pod(self.cluster.namespace, pod["metadata"]["name"])
+                if pod["metadata"]["name"] in self.plain:
+                    self.plain.remove(pod["metadata"]["name"])
+
+    def restore_node(self) -> None:
+        if not self.removed:
+            return
+        node = self.removed.pop(0)
+        self.kube.create_node(node, cpu=str(NODE_MILLICPU // 1000))
+        self.nodes.append(node)
+        self.figures.restored += 1
+
+    # --- the invariants ------------------------------------------------------------------------
+
+    def observe(self) -> Observation:
+        pods = {p["metadata"]["name"]: p for p in self.kube.pods(self.cluster.namespace)}
+        present = {n["metadata"]["name"] for n in self.kube.nodes()}
+        nodes = {n: NODE_MILLICPU for n in self.nodes if n in present}
+        return Observation(pods, nodes, time.monotonic())
+
+    def violate(self, text: str) -> None:
+        self.violations.append(f"{time.strftime('%H:%M:%S')} {text}")
+
+    def check(self) -> None:
+        obs = self.observe()
+        docs = self.gang_documents(self.replica_urls[0])
+        self.figures.checks += 1
+        self.collect_stranded(obs)
+        assembling = {d["name"] for d in docs if d["state"] == "assembling" and d["members"] > 0}
+        self.check_gangs(obs, assembling)
+        self.check_capacity(obs)
+        self.check_vacant(obs, docs)
+        self.check_redis(obs)
+
+    def collect_stranded(self, obs: Observation) -> None:
+        """Pods bound to a node that no longer exists (a bind that raced the drain): the pod garbage
+        collector would delete them; so does the test, and their gang with them."""
+        for name, pod in obs.pods.items():
+            node = pod["spec"].get("nodeName")
+            if node and node in self.removed:
+                gang = self.gangs.get((pod["metadata"].get("labels") or {}).get(GANG_LABEL, ""))
+                if gang is not None and not gang.cancelled:
+                    self.delete_gang(gang)
+                elif gang is None:
+                    self.kube.delete_pod(self.cluster.namespace, name)
+
+    def check_gangs(self, obs: Observation, assembling: set[str]) -> None:
+        """``assembling``: gangs the extender lets assemble now (their reservations are not in the
+        API server's view of the free capacity, so every other gang waits for them)."""
+        free = obs.free()
+        blocked = False  # an older gang that fits and is not complete goes first
+        for gang in sorted(self.gangs.values(), key=lambda g: g.created):
+            present = [n for n in gang.names if n in obs.pods]
+            if gang.cancelled:
+                if not present:
+                    del self.gangs[gang.name]
+                    self.gone_since.setdefault(self.key(gang.name), obs.at)
+                continue
+            bound = obs.bound(gang.names)
+            if 0 < bound < gang.minimum:
+                self.violate(f"gang {gang.name} partly bound: {bound} of its minimum {gang.minimum}")
+            if bound >= gang.minimum:
+                if gang.completed is None:
+                    gang.completed = obs.at
+                    self.figures.completed += 1
+                    if gang.eligible_since is not None:
+                        self.figures.waits.append(obs.at - gang.eligible_since)
+                continue
+            can = fits(gang, gang.minimum - bound, free)
+            if can and not blocked and not assembling - {gang.name}:
+                if gang.eligible_since is None:
+                    gang.eligible_since = obs.at
+                elif obs.at - gang.eligible_since > COMPLETE_SECONDS:
+                    self.violate(
+                        f"gang {gang.name} ({gang.size} x {gang.millicpu}m, minimum {gang.minimum}) fits and "
+                        f"waits behind nothing, yet is not complete after {obs.at - gang.eligible_since:.0f}s"
+                    )
+                    gang.eligible_since = obs.at  # reported once per period
+            else:
+                gang.eligible_since = None
+            blocked = blocked or can
+
+    def check_capacity(self, obs: Observation) -> None:
+        for node, left in obs.free().items():
+            if left < 0:
+                self.violate(f"node {node} over capacity by {-left}m")
+
+    def gang_documents(self, url: str) -> list[dict[str, Any]]:
+        resp = httpx.get(f"{url}/v1/gangs", timeout=5)
+        resp.raise_for_status()
+        docs: list[dict[str, Any]] = resp.json()
+        return [d for d in docs if d["namespace"] == self.cluster.namespace]
+
+    def check_vacant(self, obs: Observation, docs: list[dict[str, Any]]) -> None:
+        holding = set()
+        for doc in docs:
+            if (doc["admitted"] or doc["queuePosition"]) and doc["members"] == 0:
+                holding.add(self.key(doc["name"]))
+        for key in list(self.vacant_since):
+            if key not in holding:
+                del self.vacant_since[key]
+        for key in holding:
+            since = self.vacant_since.setdefault(key, obs.at)
+            if obs.at - since > VACANT_SECONDS:
+                self.violate(f"gang {key} holds a slot or queue place with no live member for {obs.at - since:.1f}s")
+                self.vacant_since[key] = obs.at
+
+    def redis_gangs(self) -> set[str]:
+        return {g for g in _names(self.redis.zrange(f"{self.prefix}:gangs", 0, -1)) if g.startswith(self.ns_prefix)}
+
+    @property
+    def ns_prefix(self) -> str:
+        return f"{self.cluster.namespace}/"
+
+    def check_redis(self, obs: Observation) -> None:
+        for key in self.redis_gangs():
+            since = self.gone_since.get(key)
+            if since is not None and obs.at - since > VACANT_SECONDS:
+                self.violate(f"Redis still holds gang {key}, gone for {obs.at - since:.1f}s")
+                self.gone_since[key] = obs.at
+
+    def leftovers(self) -> list[str]:
+        """What Redis still holds of this namespace's gangs: keys, and entries of the shared sets."""
+        out = _names(self.redis.scan_iter(f"{self.prefix}:gang*:{self.ns_prefix}*"))
+        for name in ("gangs", "gangq", "gangasm", "gangnudge"):
+            out += [f"{name}[{g}]" for g in _names(self.redis.zrange(f"{self.prefix}:{name}", 0, -1))
+                    if g.startswith(self.ns_prefix)]  # fmt: skip
+        out += [f"gangactive[{g}]" for g in _names(self.redis.smembers(f"{self.prefix}:gangactive"))
+                if g.startswith(self.ns_prefix)]  # fmt: skip
+        return out
+
+    def run(self, seconds: float, step_every: float = 0.7) -> None:
+        began = time.monotonic()
+        next_step = began
+        while time.monotonic() - began < seconds:
+            if time.monotonic() >= next_step:
+                self.step()
+                next_step += step_every * (0.5 + self.rng.random())
+            self.check()
+            time.sleep(0.2)
