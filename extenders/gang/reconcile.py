@@ -32,8 +32,8 @@ from extenders.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 
-# A member filtered on a replica whose snapshot did not have it yet keeps its gang out of reach for
-# this long (the watch writes a new pod within milliseconds; this is the margin for a slow write).
+# A member filtered before the watch had written it keeps its gang out of reach until the
+# reconciler's snapshot has the pod (or its deletion), or for this long at most.
 UNSEEN_GRACE_SECONDS = 5.0
 # A member filtered on a snapshot newer than the reconciler's keeps its gang out of reach until the
 # reconciler's snapshot catches up, or for this long at most (a generation from an older store).

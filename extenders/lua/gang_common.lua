@@ -10,14 +10,15 @@
 --                    held arrival), yielded (ms: when it gave up its slot for having nothing
 --                    arrived for too long; its queue score from then on), asked_gen / asked
 --                    (the newest snapshot generation a member was filtered on, and when),
---                    unseen (ms: a member was filtered that its replica's snapshot did not have
---                    yet), released (why the reconciler last released the gang)
+--                    released (why the reconciler last released the gang)
 -- P:gangarr:{gang}   hash uid -> cjson {pod, node, replica, t (call token), st ('w' held | 'b' bound)}
 -- P:ganglease:{gang} zset uid -> lease deadline of a held arrival (its replica refreshes it)
 -- P:gangs            zset gang -> last activity (idle clean-up, listing)
 -- P:gangq            zset gang -> order score (creation ms; ties by name): the admission queue
 -- P:gangasm          zset gang -> last activity: gangs admitted to assemble
 -- P:gangactive       set of gangs with held arrivals (leases to watch): what the sweep visits
+-- P:gangunseen:{gang} hash uid -> ms: members filtered before the watch had written them (the
+--                    reconciler leaves the gang alone until its snapshot has them; gang_reconcile.lua)
 -- P:gangpark:{gang}  hash uid -> namespace/name: members filter turned away since their last nudge
 --                    (kube-scheduler parks them as unschedulable; nothing of the cluster's own
 --                    events may bring them back when the reason goes away)
@@ -42,6 +43,7 @@ local function k_state(gk) return P .. ':gang:' .. gk end
 local function k_arr(gk) return P .. ':gangarr:' .. gk end
 local function k_lease(gk) return P .. ':ganglease:' .. gk end
 local function k_park(gk) return P .. ':gangpark:' .. gk end
+local function k_unseen(gk) return P .. ':gangunseen:' .. gk end
 
 -- Nudge a gang's parked members at ``due`` (ms; the earlier of two requests wins).
 local function nudge(gk, due, now)
@@ -57,13 +59,12 @@ local function park(gk, uid, ref, now)
   redis.call('ZADD', G_INDEX, now, gk)
 end
 
--- An assembling slot came free: the first queued gang with parked members gets its chance now.
-local function nudge_queue_head(now)
-  for _, other in ipairs(redis.call('ZRANGE', G_QUEUE, 0, 9)) do
-    if redis.call('EXISTS', k_park(other)) == 1 then
-      nudge(other, now, now)
-      return
-    end
+-- Assembling slots came free (``free``, 1 by default): the first queued gangs get their chance now.
+-- Only those: a gang further back would only be turned away again, and every refusal lengthens
+-- kube-scheduler's backoff of its members (up to 10 s), which then delays them when their turn comes.
+local function nudge_queue_head(now, free)
+  for _, other in ipairs(redis.call('ZRANGE', G_QUEUE, 0, (free or 1) - 1)) do
+    if redis.call('EXISTS', k_park(other)) == 1 then nudge(other, now, now) end
   end
 end
 
@@ -224,7 +225,7 @@ local function vanish(gk, now)
   local had_slot = redis.call('ZREM', G_ASM, gk) == 1
   redis.call('ZREM', G_QUEUE, gk)
   redis.call('ZREM', G_INDEX, gk)
-  redis.call('DEL', k_state(gk))
+  redis.call('DEL', k_state(gk), k_unseen(gk))
   if redis.call('EXISTS', k_park(gk)) == 1 then nudge(gk, now, now) else redis.call('ZREM', G_NUDGE, gk) end
   journal(gk, 'vanished', now)
   redis.call('PUBLISH', G_CHAN, gk)

@@ -21,7 +21,7 @@ local function asked(now)
   if gen >= tonumber(redis.call('HGET', h, 'asked_gen') or '0') then
     redis.call('HSET', h, 'asked_gen', gen, 'asked', now)
   end
-  if unseen then redis.call('HSET', h, 'unseen', now) end
+  if unseen and uid ~= '' then redis.call('HSET', k_unseen(gk), uid, now) end
   redis.call('ZADD', G_INDEX, now, gk)
 end
 

@@ -4,8 +4,9 @@
 --   {g = gang, live = live members, min = minimum (-1: cannot be told), placed = {uids of live placed
 --    members}, stray = {uids of arrivals whose pod is no longer a live member}, why = text}
 -- An action is skipped ('deferred') while the gang may have members that snapshot does not show: a
--- member was filtered on a newer snapshot (within the horizon), or one its replica had not seen yet
--- (within the grace). Otherwise, by the snapshot's count:
+-- member was filtered on a newer snapshot (within the horizon), or before the watch had written it
+-- and the snapshot still lacks its write (or its deletion), within the grace. Otherwise, by the
+-- snapshot's count:
 --   live 0                   -> 'vanished': every trace of the gang goes (see vanish())
 --   not permitted and short  -> 'released' when it held anything (see stand_down()), else 'kept'
 --   else                     -> a gang whose held and placed members reach the minimum now (it
@@ -18,10 +19,20 @@ local gen, grace, horizon, ttl = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(
 local actions = cjson.decode(ARGV[7])
 
 local function fresh(gk, now)
-  local st = redis.call('HMGET', k_state(gk), 'asked_gen', 'asked', 'unseen')
-  local asked, unseen = tonumber(st[2] or ''), tonumber(st[3] or '')
+  local st = redis.call('HMGET', k_state(gk), 'asked_gen', 'asked')
+  local asked = tonumber(st[2] or '')
   if tonumber(st[1] or '0') > gen and asked and now - asked < horizon then return true end
-  return unseen ~= nil and now - unseen < grace
+  local waiting = false
+  local unseen = redis.call('HGETALL', k_unseen(gk))
+  for i = 1, #unseen, 2 do
+    local written = tonumber(redis.call('ZSCORE', K_PENDINGZ, unseen[i]) or '')
+    if (written and written <= gen) or now - tonumber(unseen[i + 1]) >= grace then
+      redis.call('HDEL', k_unseen(gk), unseen[i])
+    else
+      waiting = true
+    end
+  end
+  return waiting
 end
 
 local function one(a, now)

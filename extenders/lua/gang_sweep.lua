@@ -15,11 +15,12 @@ local function main()
     maintain(gk, now)
     if redis.call('ZSCORE', G_ASM, gk) and overstayed(gk, now, queue_idle) then yield_slot(gk, now) end
   end
-  if redis.call('ZCARD', G_ASM) < max_asm then nudge_queue_head(now) end
+  local free = max_asm - redis.call('ZCARD', G_ASM)
+  if free > 0 then nudge_queue_head(now, free) end
   local removed = {}
   for _, gk in ipairs(redis.call('ZRANGEBYSCORE', G_INDEX, '-inf', now - idle, 'LIMIT', 0, limit)) do
     if redis.call('ZCARD', k_lease(gk)) == 0 then
-      redis.call('DEL', k_state(gk), k_arr(gk), k_lease(gk), k_park(gk))
+      redis.call('DEL', k_state(gk), k_arr(gk), k_lease(gk), k_park(gk), k_unseen(gk))
       redis.call('ZREM', G_INDEX, gk)
       redis.call('ZREM', G_QUEUE, gk)
       redis.call('ZREM', G_ASM, gk)

@@ -93,7 +93,8 @@ def test_a_stream_of_gang_churn_on_long_lived_state_keeps_every_invariant(
         f"{figures.drained} nodes drained and {figures.restored} restored, invariants checked "
         f"{figures.checks} times; a gang that fits with nothing ahead completed in p50 "
         f"{statistics.median(waits) if waits else 0:.1f} s, p99 {percentile(waits, 0.99):.1f} s, max "
-        f"{max(waits, default=0):.1f} s (bound {COMPLETE_SECONDS:.0f} s); vacant holders over "
-        f"{VACANT_SECONDS} s: none; Redis empty of the namespace {forgotten:.1f} s after its last pod went; "
+        f"{max(waits, default=0):.1f} s (gang {figures.slowest[0]}; bound {COMPLETE_SECONDS:.0f} s); "
+        f"vacant holders over {VACANT_SECONDS} s: none; Redis empty of the namespace {forgotten:.1f} s after its "
+        "last pod went; "
         f"the whole test {time.monotonic() - began:.0f} s"
     )

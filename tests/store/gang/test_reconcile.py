@@ -128,6 +128,26 @@ async def test_a_gang_asked_about_on_a_newer_snapshot_or_an_unseen_pod_is_left_a
     assert await quick.reconcile() == {}, "the current snapshot has both members"
 
 
+async def test_a_member_filtered_before_the_watch_wrote_it_holds_its_gang_only_until_written(
+    replicas: Factory,
+) -> None:
+    (r0,) = await replicas(1)
+    kube = kube_of(replicas)
+    await setup([r0], kube, [gpu_node("n1", 8)], [])
+    pods = [member(f"c-{i}", "c", 2) for i in range(2)]
+    await r0.filter(pod_info(pods[0]), await r0.runtime.snapshot(), ["n1"])  # not written yet
+    assert await r0.gangs.reconciler.reconcile() == {"default/c": "deferred"}
+    # Written, then deleted (the job cancelled at once): the snapshot knows, so no grace is waited for.
+    await setup([r0], kube, [], pods)
+    await apply(r0.runtime.store, [Op.delete_pod(p["metadata"]["uid"]) for p in pods])
+    assert await r0.gangs.reconciler.reconcile() == {"default/c": "vanished"}
+
+    async def forgotten() -> bool:  # its parked member's nudge is taken (and the pod found gone)
+        return await gang_keys(r0, "default/c") == []
+
+    await eventually(forgotten, 5)
+
+
 async def test_a_gang_that_loses_a_member_while_others_are_held_stands_down(replicas: Factory) -> None:
     services = await replicas(2)
     kube = kube_of(replicas)
