@@ -18,18 +18,14 @@ import json
 import secrets
 import statistics
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import httpx
 
-from app.embedded_redis import EmbeddedRedis
-from devstack.controlplane import running_control_plane
 from devstack.kube import Kube, resources, wait_for
-from devstack.stack import Stack
+from devstack.stack import Stack, running_stack
 
 GANG_NAME = "pod-group.scheduling.sigs.k8s.io/name"
 GANG_MIN = "pod-group.scheduling.sigs.k8s.io/min-available"
@@ -83,37 +79,18 @@ def main() -> int:
     if max(sizes) > capacity:
         parser.error(f"{max(sizes)} pods of {POD_CPU} do not fit on {args.nodes} nodes of {args.node_cpu} CPUs")
     results: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory() as tmp, running_control_plane(Path(tmp) / "cp") as plane:
-        redis = EmbeddedRedis().start()
-        client = plane.client(timeout=60)
-        kube = Kube(client)
-        stack = Stack(plane, redis.url, Path(tmp), replicas=args.replicas)
-        try:
-            for i in range(args.nodes):
-                kube.create_node(f"bench-{i:04d}", cpu=str(args.node_cpu), memory="64Gi")
-            wait_for(
-                lambda: len(httpx.get(f"{stack.replicas[0].url}/v1/nodes", timeout=10).json()["nodes"]) >= args.nodes,
-                60,
-                "the snapshot has the nodes",
+    with running_stack(args.nodes, args.node_cpu, replicas=args.replicas) as (kube, stack):
+        for size in sizes:
+            gang = [run_once(kube, stack, size, True) for _ in range(args.repeat)]
+            plain = [run_once(kube, stack, size, False) for _ in range(args.repeat)]
+            results.append(
+                {
+                    "pods": size,
+                    "gang_s": {"median": round(statistics.median(gang), 3), "runs": [round(t, 3) for t in gang]},
+                    "plain_s": {"median": round(statistics.median(plain), 3), "runs": [round(t, 3) for t in plain]},
+                    "gang_over_plain": round(statistics.median(gang) / statistics.median(plain), 2),
+                }
             )
-            for size in sizes:
-                gang = [run_once(kube, stack, size, True) for _ in range(args.repeat)]
-                plain = [run_once(kube, stack, size, False) for _ in range(args.repeat)]
-                results.append(
-                    {
-                        "pods": size,
-                        "gang_s": {"median": round(statistics.median(gang), 3), "runs": [round(t, 3) for t in gang]},
-                        "plain_s": {
-                            "median": round(statistics.median(plain), 3),
-                            "runs": [round(t, 3) for t in plain],
-                        },
-                        "gang_over_plain": round(statistics.median(gang) / statistics.median(plain), 2),
-                    }
-                )
-        finally:
-            stack.stop()
-            client.close()
-            redis.stop()
     print(
         json.dumps(
             {

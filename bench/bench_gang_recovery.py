@@ -24,17 +24,13 @@ import json
 import secrets
 import statistics
 import sys
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import httpx
 
-from app.embedded_redis import EmbeddedRedis
-from devstack.controlplane import running_control_plane
 from devstack.kube import Kube, resources, wait_for
-from devstack.stack import Stack
+from devstack.stack import Stack, running_stack
 
 GANG_NAME = "pod-group.scheduling.sigs.k8s.io/name"
 GANG_MIN = "pod-group.scheduling.sigs.k8s.io/min-available"
@@ -129,29 +125,13 @@ def main() -> int:
     recovered: dict[str, list[float]] = {m: [] for m in MODES}
     forgotten: dict[str, list[float]] = {m: [] for m in MODES}
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory() as tmp, running_control_plane(Path(tmp) / "cp") as plane:
-        redis = EmbeddedRedis().start()
-        client = plane.client(timeout=60)
-        kube = Kube(client)
-        stack = Stack(plane, redis.url, Path(tmp), replicas=args.replicas)
-        try:
-            for i in range(args.nodes):
-                kube.create_node(f"bench-{i:04d}", cpu="4", memory="16Gi")
-            wait_for(
-                lambda: len(httpx.get(f"{stack.replicas[0].url}/v1/nodes", timeout=10).json()["nodes"]) >= args.nodes,
-                60,
-                "the snapshot has the nodes",
-            )
-            cycles = Cycles(kube, stack, args.nodes)
-            for _ in range(args.cycles):
-                for mode in MODES:
-                    took, gone = cycles.run(mode)
-                    recovered[mode].append(took)
-                    forgotten[mode].append(gone)
-        finally:
-            stack.stop()
-            client.close()
-            redis.stop()
+    with running_stack(args.nodes, 4, "16Gi", replicas=args.replicas) as (kube, stack):
+        cycles = Cycles(kube, stack, args.nodes)
+        for _ in range(args.cycles):
+            for mode in MODES:
+                took, gone = cycles.run(mode)
+                recovered[mode].append(took)
+                forgotten[mode].append(gone)
     print(
         json.dumps(
             {

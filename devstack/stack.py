@@ -7,16 +7,20 @@ control plane without scheduling each other's pods.
 
 from __future__ import annotations
 
+import contextlib
 import secrets
-from collections.abc import Mapping, Sequence
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
+import httpx
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from app.embedded_redis import free_port
+from app.embedded_redis import EmbeddedRedis, free_port
 from devstack.balancer import Balancer
-from devstack.controlplane import ControlPlane, KubeScheduler, extender_entries
+from devstack.controlplane import ControlPlane, KubeScheduler, extender_entries, running_control_plane
+from devstack.kube import Kube, wait_for
 from devstack.replica import ServerProcess
 from devstack.tls import MutualTLS
 
@@ -142,3 +146,32 @@ class Stack:
             self.balancer.stop()
         for replica in self.replicas:
             replica.stop()
+
+
+@contextlib.contextmanager
+def running_stack(
+    nodes: int, node_cpu: int, memory: str = "64Gi", *, replicas: int = 2
+) -> Iterator[tuple[Kube, Stack]]:
+    """A control plane, a private Redis and a stack of ``replicas`` with ``nodes`` nodes its snapshot
+    already has (``bench-0000``...), for a ``with`` block (the end-to-end benchmarks)."""
+    with tempfile.TemporaryDirectory() as tmp, running_control_plane(Path(tmp) / "cp") as plane:
+        redis = EmbeddedRedis().start()
+        client = plane.client(timeout=60)
+        stack: Stack | None = None
+        try:
+            kube = Kube(client)
+            stack = Stack(plane, redis.url, Path(tmp), replicas=replicas)
+            for i in range(nodes):
+                kube.create_node(f"bench-{i:04d}", cpu=str(node_cpu), memory=memory)
+            url = stack.replicas[0].url
+            wait_for(
+                lambda: len(httpx.get(f"{url}/v1/nodes", timeout=10).json()["nodes"]) >= nodes,
+                60,
+                "the snapshot has the nodes",
+            )
+            yield kube, stack
+        finally:
+            if stack is not None:
+                stack.stop()
+            client.close()
+            redis.stop()
