@@ -166,6 +166,14 @@ def hold_gang(
     return names
 
 
+def hold_podgroup_gang(cluster: Cluster, stack: Stack) -> list[str]:
+    """Three nodes of 4 CPU and PodGroup ``t`` (minMember 3) whose first two members are held at bind."""
+    cluster.nodes(3, cpu="4")
+    cluster.wait_synced()
+    cluster.kube.create(podgroup_path(cluster), podgroup_body("t", 3))
+    return hold_gang(cluster, stack, "t", 3, grouped("t"))
+
+
 def small_gang(cluster: Cluster, gang: str, size: int = 3) -> list[str]:
     """A gang that fits anywhere, created behind the gang assembling now."""
     names = create_gang(cluster, gang, size, size, cpu="250m")
@@ -216,10 +224,7 @@ def test_a_gang_that_loses_a_member_while_assembling_lets_the_next_gang_go(
 
 
 def test_a_lowered_podgroup_minimum_binds_the_members_already_held(cluster: Cluster, stack: Stack) -> None:
-    cluster.nodes(3, cpu="4")
-    cluster.wait_synced()
-    cluster.kube.create(podgroup_path(cluster), podgroup_body("t", 3))
-    t = hold_gang(cluster, stack, "t", 3, grouped("t"))
+    t = hold_podgroup_gang(cluster, stack)
     assert bound(cluster, t) == []
     cluster.kube.patch(podgroup_path(cluster, "t"), {"spec": {"minMember": 2}})
     cluster.wait_bound(t[:2], timeout=10)
@@ -230,10 +235,7 @@ def test_a_lowered_podgroup_minimum_binds_the_members_already_held(cluster: Clus
 def test_a_raised_podgroup_minimum_releases_the_held_members_until_it_is_lowered_again(
     cluster: Cluster, stack: Stack
 ) -> None:
-    cluster.nodes(3, cpu="4")
-    cluster.wait_synced()
-    cluster.kube.create(podgroup_path(cluster), podgroup_body("t", 3))
-    t = hold_gang(cluster, stack, "t", 3, grouped("t"))
+    t = hold_podgroup_gang(cluster, stack)
     cluster.kube.patch(podgroup_path(cluster, "t"), {"spec": {"minMember": 4}})
     released(cluster, stack, "t")
     # The watch leader reports it on the PodGroup, with the reason.
@@ -250,10 +252,7 @@ def test_a_raised_podgroup_minimum_releases_the_held_members_until_it_is_lowered
 
 
 def test_a_deleted_podgroup_releases_its_gang_and_a_new_one_lets_it_complete(cluster: Cluster, stack: Stack) -> None:
-    cluster.nodes(3, cpu="4")
-    cluster.wait_synced()
-    cluster.kube.create(podgroup_path(cluster), podgroup_body("t", 3))
-    t = hold_gang(cluster, stack, "t", 3, grouped("t"))
+    t = hold_podgroup_gang(cluster, stack)
     b = small_gang(cluster, "b")
     cluster.kube.delete(podgroup_path(cluster, "t"))
     cluster.wait_bound(b, timeout=15)
