@@ -202,7 +202,9 @@ class Scheduler:
                 except (RedisError, OSError) as exc:
                     return self._filter_answer(args, [], {}, {}, f"gang state unavailable (Redis: {exc})")
                 if verdict is not None and not verdict.fit:
-                    result.unresolvable.update(verdict.failed_nodes(result.passing))
+                    (result.unresolvable if verdict.unresolvable else result.failed).update(
+                        verdict.failed_nodes(result.passing)
+                    )
                     result.passing = []
             elif names:
                 await self._refused(pod, snap)
@@ -328,7 +330,14 @@ class Scheduler:
             except Exception:  # no answer we can vouch for: preempt nothing this cycle
                 log.exception("preempt failed for %s", pod.key)
                 return {"NodeNameToMetaVictims": {}}
-            return to_wire(result)
+            if result.gang_evictions:
+                try:
+                    await self.gangs.evictions.record(result.gang_evictions)
+                except (RedisError, OSError) as exc:
+                    # Unrecorded, the gang's members elsewhere would stay: that gang would be left half alive.
+                    log.warning("preempt %s: no candidate: its gang eviction was not recorded (%s)", pod.key, exc)
+                    return {"NodeNameToMetaVictims": {}}
+            return to_wire(result.nodes)
 
     async def explain(self, args: ExplainArgs) -> dict[str, Any]:
         pod = pod_info(args.Pod)

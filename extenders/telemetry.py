@@ -32,6 +32,11 @@ class Telemetry:
             ["outcome"],
             registry=r,
         )
+        self.gang_preemptions = Counter(
+            "extender_gang_preemptions_total",
+            "Gangs preempted whole: kube-scheduler evicted members on one node, the watch leader the rest.",
+            registry=r,
+        )
         self.gang_window = Histogram(
             "extender_gang_window_seconds",
             "From a gang's first held bind call to its decision, by outcome.",

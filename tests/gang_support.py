@@ -89,6 +89,7 @@ class RecordingKube:
         self.bound: dict[str, str] = {}  # namespace/name -> node
         self.calls = 0
         self.requeued: list[str] = []  # namespace/name of every pod the nudger touched, in order
+        self.preempted: list[str] = []  # namespace/name of every pod evicted so that its gang went whole
 
     def add(self, pod: dict[str, Any]) -> None:
         meta = pod["metadata"]
@@ -103,6 +104,13 @@ class RecordingKube:
             return False
         pod["metadata"].setdefault("annotations", {}).update(annotations)
         self.requeued.append(f"{namespace}/{name}")
+        return True
+
+    async def preempt_pod(self, namespace: str, name: str, uid: str, message: str) -> bool:
+        pod = self.pods.pop((namespace, name), None)
+        if pod is None or pod["metadata"]["uid"] != uid:
+            return False
+        self.preempted.append(f"{namespace}/{name}")
         return True
 
     async def bind_pod(self, namespace: str, name: str, uid: str, node: str) -> Any:

@@ -77,6 +77,7 @@ class GangPermit:
                     window_seconds=window,
                     minimum=ref.min_member,
                     score=order_score(ref, members),
+                    priority=max(members.priority(), pod.priority),
                     placed_uids=members.placed_uids(),
                 )
                 if result.status is not ArriveStatus.CONFLICT:

@@ -1,14 +1,16 @@
 """The gang part of filter (coscheduling's PreFilter): reject members early, with reasons.
 
 A member fails on every node, as unresolvable (preempting cannot help), while its gang has
-fewer live members than its minimum, while the members still needed for the quorum cannot
-possibly fit in the free capacity of the nodes that pass this pod's predicates, while the gang
-cools down after a rejection, or while it waits for admission to assemble.
+fewer live members than its minimum, while the gang cools down after a rejection, or while it
+waits for admission to assemble; and while the members still needed for the quorum cannot
+possibly fit in the free capacity of the nodes that pass this pod's predicates, as unresolvable
+only when evicting every pod of lower priority would not make room either (else kube-scheduler
+may preempt for it, and the preempt verb takes the gang's whole need into account).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import orjson
@@ -51,26 +53,41 @@ def needed_requests(candidates: list[PodInfo], need: int) -> dict[str, int]:
     return out
 
 
-def _free_on(snapshot: Snapshot, name: str, resources: Iterable[str]) -> dict[str, int] | None:
+# Pods a preemption could evict (``lower_than``): their room counts as free.
+Evictable = Callable[[PodInfo], bool]
+
+
+def lower_than(priority: int) -> Evictable:
+    """Pods of lower priority than ``priority`` (and not already leaving): what preemption may evict."""
+    return lambda pod: pod.priority < priority and not pod.terminating and not pod.terminal
+
+
+def _free_on(
+    snapshot: Snapshot, name: str, resources: Iterable[str], evictable: Evictable | None = None
+) -> dict[str, int] | None:
     info = snapshot.node(name)
     if info is None or info.node is None:
         return None
     allocatable = info.allocatable
+    gone = [p for p in info.pods.values() if evictable(p)] if evictable is not None else []
     out: dict[str, int] = {}
     for resource in resources:
         if resource == PODS:
-            left = allocatable.get(PODS, 0) - len(info.pods)
+            left = allocatable.get(PODS, 0) - len(info.pods) + len(gone)
         else:
             left = allocatable.get(resource, 0) - info.requested.get(resource, 0)
+            left += sum(p.requests.get(resource, 0) for p in gone)
         out[resource] = max(left, 0)
     return out
 
 
-def free_capacity(snapshot: Snapshot, nodes: Iterable[str], resources: Iterable[str]) -> dict[str, int]:
+def free_capacity(
+    snapshot: Snapshot, nodes: Iterable[str], resources: Iterable[str], evictable: Evictable | None = None
+) -> dict[str, int]:
     wanted = list(resources)
     free = dict.fromkeys(wanted, 0)
     for name in nodes:
-        left = _free_on(snapshot, name, wanted)
+        left = _free_on(snapshot, name, wanted, evictable)
         for resource, amount in (left or {}).items():
             free[resource] += amount
     return free
@@ -85,11 +102,13 @@ def smallest_member(candidates: list[PodInfo]) -> dict[str, int]:
     return out
 
 
-def member_slots(snapshot: Snapshot, nodes: Iterable[str], smallest: dict[str, int]) -> int:
+def member_slots(
+    snapshot: Snapshot, nodes: Iterable[str], smallest: dict[str, int], evictable: Evictable | None = None
+) -> int:
     """How many members could sit on ``nodes`` at most: per node, how many of ``smallest`` fit."""
     total = 0
     for name in nodes:
-        left = _free_on(snapshot, name, smallest)
+        left = _free_on(snapshot, name, smallest, evictable)
         if left is not None:
             total += min(left[r] // amount for r, amount in smallest.items())
     return total
@@ -111,8 +130,10 @@ def capacity_shortfall(
     snapshot: Snapshot,
     passing: list[str],
     like: PodInfo | None = None,
+    evictable: Evictable | None = None,
 ) -> str:
-    """Why the members still needed for the quorum cannot fit ("" when they might).
+    """Why the members still needed for the quorum cannot fit ("" when they might); with
+    ``evictable``, as if those pods were gone (would preempting them let the gang fit?).
 
     ``passing`` are the nodes that pass ``like``'s predicates, so only the unplaced members placed
     like it are counted against them: as many of those as the quorum needs even if every other
@@ -128,14 +149,14 @@ def capacity_shortfall(
     if need <= 0:
         return ""
     wanted = needed_requests(alike, need)
-    free = free_capacity(snapshot, passing, wanted)
+    free = free_capacity(snapshot, passing, wanted, evictable)
     short = [f"{r} {wanted[r]} (free {free[r]})" for r in sorted(wanted) if wanted[r] > free[r]]
     if short:
         return (
             f"gang {gang} cannot fit: the {need} more member(s) it needs request at least "
             f"{', '.join(short)} on the {len(passing)} node(s) that pass its predicates"
         )
-    slots = member_slots(snapshot, passing, smallest_member(alike))
+    slots = member_slots(snapshot, passing, smallest_member(alike), evictable)
     if slots < need:
         return (
             f"gang {gang} cannot fit: it needs {need} more member(s), but the {len(passing)} node(s) "

@@ -147,6 +147,10 @@ class GangMembers:
         stamps = [t for t in (timestamp_ms(p.creation_timestamp) for p in self.all()) if t is not None]
         return min(stamps) if stamps else None
 
+    def priority(self) -> int:
+        """The gang's priority: the highest of its members' (their PriorityClass values)."""
+        return max((p.priority for p in self.all()), default=0)
+
     def bound_uids(self) -> list[str]:
         return [p.uid for p in self.bound]
 

@@ -24,7 +24,8 @@ from extenders.aio import cancel_and_wait, cancelling
 from extenders.binding.binder import BindRuntime
 from extenders.gang import reasons
 from extenders.gang.config import GangConfig
-from extenders.gang.filter import GangVerdict, capacity_shortfall
+from extenders.gang.eviction import EvictionStore, GangEvictor
+from extenders.gang.filter import GangVerdict, capacity_shortfall, lower_than
 from extenders.gang.journal import ADMITTED, PERMITTED, REJECTED, RELEASED, VANISHED, Decision, GangJournal
 from extenders.gang.membership import GangIndexCache, GangMembers, GangOf, gang_of_for, gang_ref, order_score
 from extenders.gang.nudger import Nudger
@@ -71,6 +72,12 @@ class GangService:
         )
         self.journal = GangJournal(redis, runtime.store.prefix, self._report)
         self.reconciler = GangReconciler(self.store, runtime.snapshot, self.index, self.config.sweep_interval_seconds)
+        self.evictions = EvictionStore(redis, runtime.store.prefix)
+        self.evictor = (
+            GangEvictor(self.evictions, kube, runtime.snapshot, runtime.events, runtime.telemetry)
+            if kube is not None
+            else None
+        )
         self.podgroup_status = (
             PodGroupStatusWriter(
                 kube, runtime.snapshot, self._members, self.gang_states, self.config.podgroup_label, runtime.telemetry
@@ -88,11 +95,11 @@ class GangService:
             self._tasks.append(asyncio.create_task(self.nudger.run(), name="gang-nudger"))
 
     def leader_work(self) -> list[Callable[[], Coroutine[Any, Any, None]]]:
-        """What the watch leader runs for gangs: bookkeeping that follows the pods, reporting
-        decisions, and PodGroup status."""
-        if self.podgroup_status is None:
+        """What the watch leader runs for gangs: bookkeeping that follows the pods, the rest of the
+        gangs preempted whole, reporting decisions, and PodGroup status."""
+        if self.podgroup_status is None or self.evictor is None:
             return []
-        return [self.reconciler.run, self.journal.run, self.podgroup_status.run]
+        return [self.reconciler.run, self.evictor.run, self.journal.run, self.podgroup_status.run]
 
     async def stop(self) -> None:
         # cancel_and_wait re-cancels: redis-py can swallow a cancellation (Python 3.11's wait_for).
@@ -166,7 +173,9 @@ class GangService:
             reason = ""
             if state.status is FilterStatus.CHECK:
                 reason = capacity_shortfall(ref.key, members, minimum, snapshot, passing, pod)
-                state = await self.store.filter(ref.key, not reason, order_score(ref, members), minimum, me, seen)
+                state = await self.store.filter(
+                    ref.key, not reason, order_score(ref, members), minimum, me, seen, members.priority()
+                )
         except (RedisError, OSError) as exc:
             return GangVerdict(ref.key, False, f"gang {ref.key}: gang state unavailable (Redis: {exc})")
         if state.status is FilterStatus.COOLING:
@@ -176,7 +185,11 @@ class GangService:
         if state.status is FilterStatus.PERMITTED:
             return GangVerdict(ref.key, True)
         if reason:
-            return GangVerdict(ref.key, False, reason, event=reasons.GANG_WAITING)
+            # Room that lower-priority pods hold is room a preemption can make: let kube-scheduler try.
+            evictable = lower_than(members.priority())
+            nodes = list(snapshot.nodes)
+            resolvable = not capacity_shortfall(ref.key, members, minimum, snapshot, nodes, pod, evictable)
+            return GangVerdict(ref.key, False, reason, unresolvable=not resolvable, event=reasons.GANG_WAITING)
         assembling = ", ".join(state.assembling) or "none"
         return GangVerdict(
             ref.key,

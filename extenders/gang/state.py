@@ -164,11 +164,20 @@ class GangStore:
         return await self._filter("state", gang, member, 0, 0, seen)
 
     async def filter(
-        self, gang: str, ready: bool, score: int, minimum: int, member: Member = NO_MEMBER, seen: Seen = NO_VIEW
+        self,
+        gang: str,
+        ready: bool,
+        score: int,
+        minimum: int,
+        member: Member = NO_MEMBER,
+        seen: Seen = NO_VIEW,
+        priority: int = 0,
     ) -> FilterState:
         """Admit the gang (``ready``: the member count and capacity suffice) or turn the member away;
-        a member turned away is parked, to be nudged when its gang may go on."""
-        return await self._filter("ready" if ready else "unready", gang, member, score, minimum, seen)
+        a member turned away is parked, to be nudged when its gang may go on. ``score`` and
+        ``priority`` place it in the admission queue (higher priority first, then lower score)."""
+        phase = "ready" if ready else "unready"
+        return await self._filter(phase, gang, member, score, minimum, seen, priority)
 
     async def release_orphan(self, gang: str, uid: str) -> bool:
         """Drop a member's held arrival and reservation that no live bind call stands behind."""
@@ -178,7 +187,9 @@ class GangStore:
         """Park a member that failed filter on every node for a reason of its own."""
         await self._filter("park", gang, member, 0, 0, seen)
 
-    async def _filter(self, phase: str, gang: str, member: Member, score: int, minimum: int, seen: Seen) -> FilterState:
+    async def _filter(
+        self, phase: str, gang: str, member: Member, score: int, minimum: int, seen: Seen, priority: int = 0
+    ) -> FilterState:
         c = self.config
         uid, ref = member
         generation, in_snapshot = seen
@@ -194,6 +205,7 @@ class GangStore:
             minimum,
             generation,
             "0" if in_snapshot else "1",
+            priority,
         )
         status = FilterStatus(_text(reply[0]))
         if status is FilterStatus.COOLING:
@@ -216,6 +228,7 @@ class GangStore:
         window_seconds: float,
         minimum: int,
         score: int,
+        priority: int = 0,
         placed_uids: Sequence[str] = (),
     ) -> ArriveResult:
         """Reserve and record a member's arrival; ``placed_uids``: the gang's live (not terminating)
@@ -239,6 +252,7 @@ class GangStore:
             c.max_assembling,
             _ms(c.queue_idle_seconds),
             _ms(c.assumed_ttl_seconds),
+            priority,
             *placed_uids,
         )
         status = ArriveStatus(_text(reply[0]))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -198,6 +199,40 @@ class KubeClient:
         if resp.status_code == 200:
             return True
         if resp.status_code in (404, 409, 422):
+            return False
+        raise _error_from_response(resp)
+
+    async def preempt_pod(self, namespace: str, name: str, uid: str, message: str) -> bool:
+        """Evict a pod as kube-scheduler evicts its preemption victims: a DisruptionTarget condition
+        (so a Job's pod failure policy tells a disruption from a failure), then a delete; both with
+        the pod's UID as precondition. False when the pod is gone or was replaced."""
+        path = f"/api/v1/namespaces/{_segment(namespace)}/pods/{_segment(name)}"
+        condition = {
+            "type": "DisruptionTarget",
+            "status": "True",
+            "reason": "PreemptionByScheduler",
+            "message": message,
+            "lastTransitionTime": rfc3339(time.time()),
+        }
+        body = {"metadata": {"uid": uid}, "status": {"conditions": [condition]}}
+        resp = await self.http.patch(
+            f"{path}/status",
+            content=orjson.dumps(body),
+            headers={"Content-Type": "application/strategic-merge-patch+json"},
+        )
+        if resp.status_code in (404, 409):
+            return False
+        if resp.status_code != 200:
+            raise _error_from_response(resp)
+        resp = await self.http.request(
+            "DELETE",
+            path,
+            content=orjson.dumps({"preconditions": {"uid": uid}}),
+            headers={"Content-Type": "application/json"},
+        )
+        if resp.status_code in (200, 202):
+            return True
+        if resp.status_code in (404, 409):
             return False
         raise _error_from_response(resp)
 

@@ -1,9 +1,9 @@
 -- A gang member's bind call arrives: reserve its node and record it, in one step.
 -- ARGV: prefix, cooldown ms, gang, uid, node, pod record (payload), expected node generation
 -- ('' = unconditional), hold ttl ms, arrival json {pod, node, replica, t, st}, lease ms,
--- window ms, min members, order score, max assembling, queue idle ms, assumed ttl ms, then the
--- uids of the live members the caller's snapshot shows placed (bound or held, not terminating);
--- only those still placed now count.
+-- window ms, min members, order score, max assembling, queue idle ms, assumed ttl ms, the gang's
+-- priority, then the uids of the live members the caller's snapshot shows placed (bound or held,
+-- not terminating); only those still placed now count.
 -- Returns {'rejected', why, cool ms left} | {'notadmitted', position, assembling gangs} |
 --   {'conflict', node generation} | {'bound', node} | {'permitted', held, bound} |
 --   {'wait', ms left in the window, held, bound}
@@ -11,7 +11,8 @@ local gk, uid, node, payload, expected = ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARG
 local hold_ttl, info, lease = tonumber(ARGV[8]), ARGV[9], tonumber(ARGV[10])
 local window, minimum, score = tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13])
 local max_asm, idle, assumed_ttl = tonumber(ARGV[14]), tonumber(ARGV[15]), tonumber(ARGV[16])
-local FIRST_PLACED = 17
+local prio = tonumber(ARGV[17])
+local FIRST_PLACED = 18
 
 local function main()
   local now = now_ms()
@@ -33,7 +34,7 @@ local function main()
     state = ''
   end
   if state ~= 'permitted' then
-    local admitted, position = admit(gk, now, score, max_asm, idle)
+    local admitted, position = admit(gk, now, score, max_asm, idle, prio)
     if not admitted then return {'notadmitted', position, assembling_list()} end
   end
   local failed = reserve(uid, node, payload, expected, hold_ttl, now)

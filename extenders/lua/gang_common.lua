@@ -59,12 +59,31 @@ local function park(gk, uid, ref, now)
   redis.call('ZADD', G_INDEX, now, gk)
 end
 
+-- Admission order: higher priority first (the gang's, from its members' PriorityClass), then the
+-- order score (creation), then the name, as Coscheduling sorts its queue.
+local function prio_of(gk) return tonumber(redis.call('HGET', k_state(gk), 'prio') or '0') or 0 end
+
+local function ranked_queue()
+  local q = redis.call('ZRANGE', G_QUEUE, 0, -1, 'WITHSCORES')
+  local items = {}
+  for i = 1, #q, 2 do items[#items + 1] = {q[i], tonumber(q[i + 1]), prio_of(q[i])} end
+  table.sort(items, function(x, y)
+    if x[3] ~= y[3] then return x[3] > y[3] end
+    if x[2] ~= y[2] then return x[2] < y[2] end
+    return x[1] < y[1]
+  end)
+  local out = {}
+  for i, item in ipairs(items) do out[i] = item[1] end
+  return out
+end
+
 -- Assembling slots came free (``free``, 1 by default): the first queued gangs get their chance now.
 -- Only those: a gang further back would only be turned away again, and every refusal lengthens
 -- kube-scheduler's backoff of its members (up to 10 s), which then delays them when their turn comes.
 local function nudge_queue_head(now, free)
-  for _, other in ipairs(redis.call('ZRANGE', G_QUEUE, 0, (free or 1) - 1)) do
-    if redis.call('EXISTS', k_park(other)) == 1 then nudge(other, now, now) end
+  local queue = ranked_queue()
+  for i = 1, math.min(free or 1, #queue) do
+    if redis.call('EXISTS', k_park(queue[i])) == 1 then nudge(queue[i], now, now) end
   end
 end
 
@@ -278,11 +297,43 @@ local function live_members(gk, uid, placed)
   return held, others
 end
 
--- Admission to the assembling set: first come by order score (then name), at most MAX at once.
--- A gang already admitted stays so (within the limit above); admitted gangs idle past IDLE with
--- nothing held leave, and queued gangs nobody asked about for IDLE lose their place.
--- Returns (admitted, position).
-local function admit(gk, now, score, max_asm, idle)
+-- A lower-priority gang that has bound nothing yet gives its slot to ``by``: its held members are
+-- released (their calls answer why), and it queues again in its place.
+local function displace(gk, by, now)
+  local why = string.format('gang %s gave its turn to the higher-priority gang %s', gk, by)
+  release_arrivals(gk)
+  redis.call('HDEL', k_state(gk), 'first', 'deadline')
+  redis.call('ZREM', G_ASM, gk)
+  redis.call('HSET', k_state(gk), 'released', why)
+  local order = tonumber(redis.call('HGET', k_state(gk), 'order') or '') or now
+  redis.call('ZADD', G_QUEUE, 'LT', order, gk)
+  journal(gk, 'released', now, 'why', why)
+  redis.call('PUBLISH', G_CHAN, gk)
+end
+
+-- The assembling gang of the lowest priority below ``prio`` that has bound nothing yet, if any.
+local function displaceable(prio)
+  local found, lowest = nil, prio
+  for _, other in ipairs(redis.call('ZRANGE', G_ASM, 0, -1)) do
+    local p = prio_of(other)
+    if p < lowest and redis.call('HGET', k_state(other), 'state') ~= 'permitted' then
+      local bound = false
+      for _, raw in ipairs(redis.call('HVALS', k_arr(other))) do
+        if cjson.decode(raw).st == 'b' then bound = true end
+      end
+      if not bound then found, lowest = other, p end
+    end
+  end
+  return found
+end
+
+-- Admission to the assembling set, at most MAX at once, in admission order (see ranked_queue). A
+-- gang already admitted stays so (within the limit above); admitted gangs idle past IDLE with
+-- nothing held leave, and queued gangs nobody asked about for IDLE lose their place. The first
+-- gang in order that finds every slot taken takes the slot of a lower-priority gang that has bound
+-- nothing yet. Returns (admitted, position).
+local function admit(gk, now, score, max_asm, idle, prio)
+  redis.call('HSET', k_state(gk), 'prio', prio, 'order', score)
   if redis.call('ZSCORE', G_ASM, gk) then
     if not overstayed(gk, now, idle) then
       redis.call('ZADD', G_ASM, now, gk)
@@ -300,19 +351,24 @@ local function admit(gk, now, score, max_asm, idle)
   for _, other in ipairs(redis.call('ZRANGEBYSCORE', G_ASM, '-inf', now - idle)) do
     if redis.call('HLEN', k_arr(other)) == 0 then redis.call('ZREM', G_ASM, other) end
   end
-  local free = max_asm - redis.call('ZCARD', G_ASM)
-  local ahead = 0
   for _, other in ipairs(redis.call('ZRANGE', G_QUEUE, 0, -1)) do
-    if other == gk then break end
     local seen = tonumber(redis.call('ZSCORE', G_INDEX, other) or '0')
     local ostate = redis.call('HGET', k_state(other), 'state')
-    if seen < now - idle or ostate == 'permitted' or ostate == 'rejected' then
+    if other ~= gk and (seen < now - idle or ostate == 'permitted' or ostate == 'rejected') then
       redis.call('ZREM', G_QUEUE, other)
-    else
-      ahead = ahead + 1
     end
   end
-  if ahead >= free then return false, ahead + 1 end
+  local free = max_asm - redis.call('ZCARD', G_ASM)
+  local ahead = 0
+  for _, other in ipairs(ranked_queue()) do
+    if other == gk then break end
+    ahead = ahead + 1
+  end
+  if ahead >= free then
+    local victim = ahead == 0 and displaceable(prio) or nil
+    if not victim then return false, ahead + 1 end
+    displace(victim, gk, now)
+  end
   redis.call('ZREM', G_QUEUE, gk)
   redis.call('ZADD', G_ASM, now, gk)
   redis.call('HSET', k_state(gk), 'admitted', now)

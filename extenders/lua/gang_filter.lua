@@ -2,7 +2,7 @@
 -- ARGV: prefix, cooldown ms, gang, phase, member uid, member namespace/name, order score,
 -- max assembling, queue idle ms, min members, the caller's snapshot generation, '1' when the
 -- member is not in that snapshot yet (both tell the reconciler, gang_reconcile.lua, that the gang
--- has members its own snapshot may not show).
+-- has members its own snapshot may not show), the gang's priority.
 -- phase 'state': what the gang is now; an admitted gang needs no capacity check (its members
 --   held at bind are already its reservations, and those on their way to bind are unknown here).
 -- phase 'park': only park the member (it failed the node predicates everywhere).
@@ -14,7 +14,7 @@
 --         {'admitted', held arrivals, ms left in the window or -1} | {'queued', position, assembling gangs}
 local gk, phase, uid, ref = ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local score, max_asm, idle, minimum = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]), ARGV[10]
-local gen, unseen = tonumber(ARGV[11]), ARGV[12] == '1'
+local gen, unseen, prio = tonumber(ARGV[11]), ARGV[12] == '1', tonumber(ARGV[13])
 
 local function asked(now)
   local h = k_state(gk)
@@ -69,7 +69,7 @@ local function main()
   if phase == 'state' then return {'check'} end
   activity(gk, now)
   redis.call('HSET', k_state(gk), 'min', minimum)
-  local admitted, position = admit(gk, now, score, max_asm, idle)
+  local admitted, position = admit(gk, now, score, max_asm, idle, prio)
   if admitted then return admitted_reply(now) end
   park(gk, uid, ref, now)
   return {'queued', position, assembling_list()}

@@ -10,8 +10,10 @@ local function main()
     for i = 3, #ARGV do gangs[#gangs + 1] = ARGV[i] end
   end
   local out = {now}
+  local ranks = {}
+  for i, gk in ipairs(ranked_queue()) do ranks[gk] = i - 1 end
   for _, gk in ipairs(gangs) do
-    local rank = redis.call('ZRANK', G_QUEUE, gk)
+    local rank = ranks[gk]
     out[#out + 1] = {
       gk,
       redis.call('HGETALL', k_state(gk)),

@@ -22,7 +22,7 @@ from extenders.pdb import DisruptionBudgets, pdb_matches, split_by_pdb_violation
 from extenders.policy import default_policy
 from extenders.preemption import (
     RULE_GANG_AVOIDABLE,
-    RULE_GANG_FEWEST,
+    RULE_GANG_NOT_BEST,
     RULE_UNKNOWN_NODE,
     RULE_UNKNOWN_VICTIM,
     MetaVictims,
@@ -43,7 +43,7 @@ def process_preemption(
 ) -> dict[str, MetaVictims]:
     """The verb as the app calls it: with the gang package's membership rules unless a test says otherwise."""
     kw.setdefault("gang_of", gang_of_for(snap))
-    return _process_preemption(policy, preemptor, candidates, snap, **kw)
+    return _process_preemption(policy, preemptor, candidates, snap, **kw).nodes
 
 
 # ------------------------------------------------------------------ builders
@@ -396,13 +396,22 @@ def test_unknown_node_is_logged(caplog: pytest.LogCaptureFixture) -> None:
 
 
 # ------------------------------------------------------------------ gangs
-def gang_pod(name: str, on: str, gang: str, minimum: int, prio: int = 10, gpu: int = 1, **kw: Any) -> Json:
+def gang_pod(
+    name: str,
+    on: str,
+    gang: str,
+    minimum: int,
+    prio: int = 10,
+    gpu: int = 1,
+    labels_extra: dict[str, str] | None = None,
+    **kw: Any,
+) -> Json:
     return pod(
         name,
         on,
         prio=prio,
         gpu=gpu,
-        labels={"scheduling.x-k8s.io/pod-group": gang},
+        labels={"scheduling.x-k8s.io/pod-group": gang, **(labels_extra or {})},
         annotations={"scheduling.x-k8s.io/min-available": str(minimum)},
         **kw,
     )
@@ -457,7 +466,7 @@ def test_gang_fewest_broken_kept_when_every_candidate_breaks_one(caplog: pytest.
     with caplog.at_level(logging.INFO, logger="extenders.preemption"):
         out = process_preemption(POLICY, pod_info(big), {"n2": [], "n1": []}, snap)
     assert names(out) == {"n1": (["a-1"], 0)}
-    assert f"dropped node n2 (rule {RULE_GANG_FEWEST})" in caplog.text
+    assert f"dropped node n2 (rule {RULE_GANG_NOT_BEST})" in caplog.text
 
 
 def test_gang_already_below_minimum_or_leaving_members_do_not_count() -> None:

@@ -11,7 +11,7 @@ import redis.asyncio as aredis
 
 from extenders.convert import pod_info
 from extenders.store import Op, Store
-from tests.gang_support import GPU, LocalRuntime, RecordingKube, apply, gpu_node, member, seed
+from tests.gang_support import GPU, LocalRuntime, RecordingKube, apply, bound_copy, gpu_node, member, seed
 from tests.store.gang.replicas import Factory, kube_of, setup, target, wait_for
 from tests.waiting import eventually
 
@@ -141,6 +141,29 @@ async def test_filter_reasons_member_count_capacity_and_admission(replicas: Fact
     admitted = await services[2].filter(pod_info(first[0]), snapshot, ["n1"])
     assert admitted is not None and admitted.fit
     assert await services[0].filter(pod_info(member("solo", None)), snapshot, ["n1"]) is None
+
+
+async def test_a_gang_short_of_room_that_lower_priority_pods_hold_may_preempt(replicas: Factory) -> None:
+    (service,) = await replicas(1)
+    kube = kube_of(replicas)
+    low = member("low", None, gpus=6)
+    low["spec"]["priority"] = 10
+    high = [member(f"h-{i}", "h", 2, gpus=4) for i in range(2)]
+    for pod in high:
+        pod["spec"]["priority"] = 1000
+    await setup([service], kube, [gpu_node("n1", 8)], [*high, low])
+    await apply(service.runtime.store, [Op.pod(bound_copy(low, "n1"))])
+    snapshot = await service.runtime.snapshot()
+    verdict = await service.filter(pod_info(high[0]), snapshot, ["n1"])
+    # 8 GPUs needed, 2 free, 6 held by a pod of lower priority: kube-scheduler may preempt for it.
+    assert verdict is not None and not verdict.fit and not verdict.unresolvable
+    assert f"{GPU} 8 (free 2)" in verdict.reason
+    for pod in high:
+        pod["spec"]["priority"] = 5  # now below the pod holding the room: preempting cannot help
+    await apply(service.runtime.store, [Op.pod(pod_info(p)) for p in high])
+    snapshot = await service.runtime.snapshot()
+    verdict = await service.filter(pod_info(high[0]), snapshot, ["n1"])
+    assert verdict is not None and not verdict.fit and verdict.unresolvable
 
 
 async def test_two_gangs_competing_for_one_gangs_capacity_complete_one_after_the_other(replicas: Factory) -> None:

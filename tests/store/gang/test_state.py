@@ -42,6 +42,7 @@ async def arrive(
     bound: list[str] | None = None,
     score: int = 1000,
     window: float = 5.0,
+    priority: int = 0,
 ) -> ArriveResult:
     gang = f"default/{pod.labels['scheduling.x-k8s.io/pod-group']}"
     return await g.arrive(
@@ -54,6 +55,7 @@ async def arrive(
         window_seconds=window,
         minimum=minimum,
         score=score,
+        priority=priority,
         placed_uids=bound or [],
     )
 

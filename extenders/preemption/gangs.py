@@ -1,0 +1,201 @@
+"""Gangs in preemption: a gang is one victim, and a gang member preempts only when its gang can then complete.
+
+kube-scheduler chooses victims node by node for one pod and knows nothing of gangs. Its candidates
+go through these rules:
+
+- A member among a node's victims that takes its gang (at least its minimum placed: bound, or
+  permitted and binding) below its minimum takes the whole gang with it: the gang's members on that
+  node join the node's victims, and those on other nodes are evicted by the extender once
+  kube-scheduler has evicted the ones here (``GangEviction``). A gang with a member of the
+  preemptor's priority or higher cannot go whole, and neither can the node.
+- A candidate that breaks no gang is preferred, and the others are dropped. When every candidate
+  breaks one, the extender picks the node itself and answers only that one, since kube-scheduler
+  cannot see the members elsewhere: the fewest PDB violations, then the lowest highest priority, the
+  lowest sum of priorities and the fewest victims, a gang counting once with its priority
+  (kube-scheduler's own order of preference), then the candidates' order.
+- A gang member preempts only when its gang can then complete: the members it still needs must find
+  room on the nodes where the member would fit once every pod of lower priority were gone (a gang
+  only as a whole, and only when every member is of lower priority). Otherwise nothing is evicted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from extenders.gang.eviction import GangEviction
+from extenders.gang.membership import GangOf
+from extenders.model import PodInfo
+from extenders.pdb import DisruptionBudgets, is_leaving, split_by_pdb_violation
+from extenders.preemption.victims import Decision, NodeSelector, drop, importance_key
+from extenders.snapshot import Snapshot
+
+RULE_GANG_NOT_LOWER = "gang-not-lower-priority"
+RULE_GANG_AVOIDABLE = "gang-break-avoidable"
+RULE_GANG_NOT_BEST = "gang-break-not-best"
+
+
+@dataclass(slots=True)
+class _Whole:
+    """A gang a candidate takes whole: its victims on the node and its members elsewhere."""
+
+    gang: str
+    priority: int
+    here: list[PodInfo]
+    elsewhere: list[PodInfo] = field(default_factory=list)
+
+
+class GangPlacement:
+    """Each gang's live placed members in one snapshot (bound or reserved), counted on first need."""
+
+    def __init__(self, snapshot: Snapshot, gang_of: GangOf) -> None:
+        self.snapshot = snapshot
+        self.gang_of = gang_of
+        self._placed: dict[str, list[PodInfo]] | None = None
+
+    def placed(self, gang: str) -> list[PodInfo]:
+        if self._placed is None:
+            placed: dict[str, list[PodInfo]] = {}
+            for info in self.snapshot.nodes.values():
+                for pod in info.pods.values():
+                    ref = None if is_leaving(pod) else self.gang_of(pod)
+                    if ref is not None:
+                        placed.setdefault(ref[0], []).append(pod)
+            self._placed = placed
+        return self._placed.get(gang, [])
+
+
+class GangRules:
+    """The rules above for one preemptor against one snapshot."""
+
+    def __init__(self, selector: NodeSelector, gang_of: GangOf) -> None:
+        self.selector = selector
+        self.preemptor = selector.preemptor
+        self.snapshot = selector.snapshot
+        self.gang_of = gang_of
+        self.placement = GangPlacement(self.snapshot, gang_of)
+
+    # --- the preemptor's own gang ---------------------------------------------------------------
+
+    def cannot_complete(self) -> str:
+        """Why preempting for this member would help its gang nothing ("" when it can help)."""
+        ref = self.gang_of(self.preemptor)
+        if ref is None:
+            return ""
+        gang, minimum = ref
+        placed = [p for p in self.placement.placed(gang) if p.uid != self.preemptor.uid]
+        need = minimum - len(placed)
+        if need <= 0:
+            return ""
+        priority = max([self.preemptor.priority, *(p.priority for p in placed)])
+        protected = self._gangs_at_or_above(priority)
+
+        def evictable(pod: PodInfo) -> bool:
+            if pod.priority >= priority:
+                return False
+            ref = self.gang_of(pod)
+            return ref is None or ref[0] not in protected
+
+        room = 0
+        for info in self.snapshot.nodes.values():
+            room += self.selector.room(info, evictable)
+            if room >= need:
+                return ""
+        return (
+            f"gang {gang} needs {need} more member(s) placed, and even with every pod of lower priority "
+            f"evicted there is room for {room}: nothing is preempted"
+        )
+
+    def _gangs_at_or_above(self, priority: int) -> set[str]:
+        """Gangs with a placed member of at least ``priority``: none of them can be evicted whole."""
+        out: set[str] = set()
+        for info in self.snapshot.nodes.values():
+            for pod in info.pods.values():
+                if pod.priority >= priority and not is_leaving(pod):
+                    ref = self.gang_of(pod)
+                    if ref is not None:
+                        out.add(ref[0])
+        return out
+
+    # --- the candidates --------------------------------------------------------------------------
+
+    def apply(self, decisions: dict[str, Decision]) -> list[GangEviction]:
+        """Expand, drop and choose among ``decisions`` (in place); the evictions the answer implies."""
+        wholes: dict[str, list[_Whole]] = {}
+        for name in list(decisions):
+            found = self._wholes(decisions[name])
+            if found is None:
+                del decisions[name]
+            else:
+                wholes[name] = found
+        breaking = [name for name in decisions if wholes[name]]
+        if not breaking:
+            return []
+        if len(breaking) < len(decisions):
+            for name in breaking:
+                gangs = ", ".join(w.gang for w in wholes[name])
+                why = f"its victims take gang(s) {gangs} below their minimum; another candidate breaks no gang"
+                drop(self.preemptor, name, RULE_GANG_AVOIDABLE, why)
+                del decisions[name]
+            return []
+        order = {name: i for i, name in enumerate(decisions)}
+        best = min(decisions, key=lambda n: (self._cost(decisions[n], wholes[n]), order[n]))
+        for name in [n for n in decisions if n != best]:
+            why = f"every candidate takes a gang whole; node {best} costs least (a gang counted as one victim)"
+            drop(self.preemptor, name, RULE_GANG_NOT_BEST, why)
+            del decisions[name]
+        chosen = decisions[best]
+        for whole in wholes[best]:
+            chosen.add([p for p in whole.here if p.uid not in set(chosen.uids)])
+        return [
+            GangEviction(
+                whole.gang,
+                best,
+                self.preemptor.key,
+                tuple(p.uid for p in whole.here),
+                tuple((p.uid, p.key) for p in sorted(whole.elsewhere, key=importance_key)),
+            )
+            for whole in wholes[best]
+            if whole.elsewhere
+        ]
+
+    def _wholes(self, decision: Decision) -> list[_Whole] | None:
+        """The gangs this candidate's victims take below their minimum, each taken whole; None when
+        one of them has a member of the preemptor's priority or higher (the node is dropped)."""
+        victims: dict[str, list[PodInfo]] = {}
+        minimum: dict[str, int] = {}
+        for pod in decision.victims:
+            ref = None if is_leaving(pod) else self.gang_of(pod)
+            if ref is not None:
+                victims.setdefault(ref[0], []).append(pod)
+                minimum[ref[0]] = ref[1]
+        out: list[_Whole] = []
+        for gang, gone in victims.items():
+            placed = self.placement.placed(gang)
+            if len(placed) < minimum[gang] or len(placed) - len(gone) >= minimum[gang]:
+                continue  # not placed whole, or still whole enough without them
+            taken = {p.uid for p in gone}
+            rest = [p for p in placed if p.uid not in taken]
+            if any(p.priority >= self.preemptor.priority for p in rest):
+                why = f"gang {gang} would have to go whole, and it has a member of this priority or higher"
+                drop(self.preemptor, decision.node, RULE_GANG_NOT_LOWER, why)
+                return None
+            here = [*gone, *(p for p in rest if p.node_name == decision.node)]
+            elsewhere = [p for p in rest if p.node_name != decision.node]
+            out.append(_Whole(gang, max(p.priority for p in placed), here, elsewhere))
+        return out
+
+    def _cost(self, decision: Decision, wholes: Iterable[_Whole]) -> tuple[int, int, int, int]:
+        """kube-scheduler's preference among candidates, with each gang taken whole as one victim."""
+        wholes = list(wholes)
+        in_gangs = {p.uid for w in wholes for p in w.here}
+        units = [p.priority for p in decision.victims if p.uid not in in_gangs] + [w.priority for w in wholes]
+        evicted = sorted(
+            {p.uid: p for p in (*decision.victims, *(p for w in wholes for p in (*w.here, *w.elsewhere)))}.values(),
+            key=importance_key,
+        )
+        violating, _ = split_by_pdb_violation([p for p in evicted if not is_leaving(p)], self._budgets())
+        return len(violating), max(units, default=0), sum(units), len(units)
+
+    def _budgets(self) -> DisruptionBudgets:
+        return self.selector.budgets.copy()

@@ -1,0 +1,104 @@
+"""The gang rules of the preempt verb (extenders/preemption/gangs.py): a gang is one victim, taken whole
+or not at all, and a gang member preempts only when its gang can then complete."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+from extenders.convert import pod_info
+from extenders.gang import gang_of_for
+from extenders.gang.eviction import GangEviction
+from extenders.policy import default_policy
+from extenders.preemption import RULE_GANG_NOT_BEST, RULE_GANG_NOT_LOWER, Preemption, process_preemption
+from extenders.snapshot import Snapshot
+from tests.unit.test_preemption import PREEMPTOR, gang_pod, names, node, pdb, pod, snapshot
+
+POLICY = default_policy()
+
+
+def preempt(preemptor: dict[str, Any], candidates: dict[str, list[str]], snap: Snapshot) -> Preemption:
+    return process_preemption(POLICY, pod_info(preemptor), candidates, snap, gang_of=gang_of_for(snap))
+
+
+def test_a_member_that_breaks_its_gang_takes_the_gang_whole() -> None:
+    # Gang a (min 3): two members on n1, one on n2. The preemptor needs n1's GPU, held by a-1.
+    nodes = [node("n1", cpu="8", gpu=1), node("n2", cpu="8", gpu=1)]
+    pods = [gang_pod("a-1", "n1", "a", 3), gang_pod("a-2", "n1", "a", 3, gpu=0), gang_pod("a-3", "n2", "a", 3, gpu=0)]
+    result = preempt(PREEMPTOR, {"n1": ["uid-a-1"]}, snapshot(nodes, pods))
+    # Its other member on n1 joins the victims; the one on n2 is the extender's to evict afterwards.
+    assert names(result.nodes) == {"n1": (["a-1", "a-2"], 0)}
+    assert result.gang_evictions == [
+        GangEviction("default/a", "n1", "default/high", ("uid-a-1", "uid-a-2"), (("uid-a-3", "default/a-3"),))
+    ]
+
+
+def test_a_gang_that_keeps_its_minimum_loses_only_the_victim() -> None:
+    nodes = [node("n1", cpu="8", gpu=1), node("n2", cpu="8", gpu=1)]
+    pods = [gang_pod("a-1", "n1", "a", 2), gang_pod("a-2", "n2", "a", 2, gpu=0), gang_pod("a-3", "n2", "a", 2, gpu=0)]
+    result = preempt(PREEMPTOR, {"n1": ["uid-a-1"]}, snapshot(nodes, pods))
+    assert names(result.nodes) == {"n1": (["a-1"], 0)} and result.gang_evictions == []
+
+
+def test_a_gang_with_a_member_of_the_preemptors_priority_cannot_go_and_neither_can_the_node(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    nodes = [node("n1", cpu="8", gpu=1), node("n2", cpu="8", gpu=1)]
+    pods = [gang_pod("a-1", "n1", "a", 2, prio=10), gang_pod("a-2", "n2", "a", 2, gpu=0, prio=1000)]
+    with caplog.at_level(logging.INFO, logger="extenders.preemption"):
+        result = preempt(PREEMPTOR, {"n1": ["uid-a-1"]}, snapshot(nodes, pods))
+    assert result.nodes == {} and result.gang_evictions == []
+    assert f"dropped node n1 (rule {RULE_GANG_NOT_LOWER})" in caplog.text
+
+
+def test_when_every_candidate_breaks_a_gang_the_cheapest_whole_is_the_only_answer(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # n1's GPU: one member of gang a (priority 50, 2 members). n2's GPU: one member of gang b
+    # (priority 10, 3 members over two nodes). kube-scheduler would compare one victim with one
+    # victim; a gang is one victim with its priority, so b, the lower, is taken.
+    nodes = [node("n1", cpu="8", gpu=1), node("n2", cpu="8", gpu=1), node("n3", cpu="8")]
+    pods = [
+        gang_pod("a-1", "n1", "a", 2, prio=50),
+        gang_pod("a-2", "n3", "a", 2, prio=50, gpu=0),
+        gang_pod("b-1", "n2", "b", 3, prio=10),
+        gang_pod("b-2", "n3", "b", 3, prio=10, gpu=0),
+        gang_pod("b-3", "n3", "b", 3, prio=10, gpu=0),
+    ]
+    with caplog.at_level(logging.INFO, logger="extenders.preemption"):
+        result = preempt(PREEMPTOR, {"n1": ["uid-a-1"], "n2": ["uid-b-1"]}, snapshot(nodes, pods))
+    assert names(result.nodes) == {"n2": (["b-1"], 0)}
+    assert [(e.gang, sorted(e.members)) for e in result.gang_evictions] == [
+        ("default/b", [("uid-b-2", "default/b-2"), ("uid-b-3", "default/b-3")])
+    ]
+    assert f"dropped node n1 (rule {RULE_GANG_NOT_BEST})" in caplog.text
+
+
+def test_a_gang_guarded_by_a_pdb_is_taken_only_when_no_other_whole_would_do() -> None:
+    nodes = [node("n1", cpu="8", gpu=1), node("n2", cpu="8", gpu=1), node("n3", cpu="8")]
+    pods = [
+        gang_pod("a-1", "n1", "a", 2, labels_extra={"guarded": "yes"}),
+        gang_pod("a-2", "n3", "a", 2, gpu=0, labels_extra={"guarded": "yes"}),
+        gang_pod("b-1", "n2", "b", 2),
+        gang_pod("b-2", "n3", "b", 2, gpu=0),
+    ]
+    guarded = [pdb("guard", {"guarded": "yes"}, 0)]
+    result = preempt(PREEMPTOR, {"n1": ["uid-a-1"], "n2": ["uid-b-1"]}, snapshot(nodes, pods, guarded))
+    assert list(result.nodes) == ["n2"] and [e.gang for e in result.gang_evictions] == ["default/b"]
+    alone = preempt(PREEMPTOR, {"n1": ["uid-a-1"]}, snapshot(nodes, pods, guarded))
+    assert names(alone.nodes) == {"n1": (["a-1"], 1)} and [e.gang for e in alone.gang_evictions] == ["default/a"]
+
+
+def test_a_gang_member_preempts_only_when_its_gang_can_then_complete(caplog: pytest.LogCaptureFixture) -> None:
+    # Gang h (min 3, priority 1000) is pending; each node's GPU is held by a plain low-priority pod.
+    members = [gang_pod(f"h-{i}", "", "h", 3, prio=1000) for i in range(3)]
+    low = [pod(f"low-{i}", f"n{i}", prio=10, gpu=1) for i in range(3)]
+    two = snapshot([node("n0", gpu=1), node("n1", gpu=1)], [*members, *low[:2]])
+    with caplog.at_level(logging.INFO, logger="extenders.preemption"):
+        result = preempt(members[0], {"n0": ["uid-low-0"]}, two)
+    assert result.nodes == {}, "two nodes could hold two of the three members: evicting helps nobody"
+    assert "gang default/h needs 3 more member(s) placed" in caplog.text and "room for 2" in caplog.text
+    three = snapshot([node(f"n{i}", gpu=1) for i in range(3)], [*members, *low])
+    assert names(preempt(members[0], {"n0": ["uid-low-0"]}, three).nodes) == {"n0": (["low-0"], 0)}
