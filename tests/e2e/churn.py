@@ -1,15 +1,17 @@
 """A seeded stream of gang churn through the real kube-scheduler, and the invariants checked on it.
 
-Gangs of varied size, minimum, size of member and label scheme are created; some are cancelled at
-a random moment of their life, completed ones finish (their pods deleted); plain pods come and go
-between them; nodes are drained, removed and added back under the same name. After every step the
+Gangs of varied size, minimum, size of member, label scheme and priority are created; some are
+cancelled at a random moment of their life, completed ones finish (their pods deleted), and more
+important work preempts some (whole); plain pods of two priorities come and go between them; nodes
+are drained, removed and added back under the same name. After every step the
 cluster is read back from the API server and from the extender, and these must hold:
 
 - no gang is ever partly bound (bound members are none, or at least its minimum) for longer than
   its Bindings take to land (``RELEASE_SECONDS``);
 - no node ever holds more CPU than it has;
-- a gang that fits in the free capacity, with every older gang complete, gone or unable to fit and
-  no other gang assembling, completes within ``COMPLETE_SECONDS``;
+- a gang that fits in the free capacity, with no more important gang incomplete, every older gang
+  of its priority complete, gone or unable to fit, and no other gang assembling, completes within
+  ``COMPLETE_SECONDS``;
 - no gang holds an assembling slot or a queue place without a live member for longer than
   ``VACANT_SECONDS`` (the sweep interval, 1 s, plus the watch's write and a sampling step);
 - Redis remembers no gang whose pods have all been gone for longer than ``VACANT_SECONDS``.
@@ -34,6 +36,8 @@ UNICORE = ("gang.unicore.mcyou.cn/name", "gang.unicore.mcyou.cn/available-count"
 POD_GROUP = "scheduling.x-k8s.io/pod-group"
 POD_GROUP_MIN = "scheduling.x-k8s.io/min-available"
 SCHEMES = ("legacy", "unicore", "podgroup", "annotated")
+# (PriorityClass, value): the end-to-end tier creates both classes; None is the default, 0.
+PRIORITIES = ((None, 0), ("e2e-low", 100), ("e2e-high", 1000))
 GANG_LABEL = "churn-gang"  # every member carries its gang's name here too (for deleting it)
 PLAIN_LABEL = "churn-plain"
 
@@ -60,6 +64,8 @@ class Gang:
     minimum: int
     millicpu: int
     scheme: str
+    priority_class: str | None = None
+    priority: int = 0
     names: list[str] = field(default_factory=list)
     created: float = 0.0
     cancelled: bool = False  # the test deletes it (cancelled, finished or drained)
@@ -111,6 +117,7 @@ class Figures:
     completed: int = 0
     cancelled: int = 0
     finished: int = 0
+    preempted: int = 0  # gangs whose every pod was evicted by a preemption
     plain: int = 0
     drained: int = 0
     restored: int = 0
@@ -181,7 +188,10 @@ class Churn:
         size = self.rng.randint(2, 5)
         scheme = self.rng.choice(SCHEMES)
         minimum = size - 1 if scheme in ("podgroup", "annotated") and self.rng.random() < 0.3 else size
-        gang = Gang(f"g{self._serial}", size, minimum, self.rng.choice(MEMBER_MILLICPU), scheme)
+        priority_class, priority = self.rng.choices(PRIORITIES, weights=(5, 3, 2))[0]
+        gang = Gang(
+            f"g{self._serial}", size, minimum, self.rng.choice(MEMBER_MILLICPU), scheme, priority_class, priority
+        )
         if scheme == "podgroup":
             self.kube.create(
                 f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{self.cluster.namespace}/podgroups",
@@ -196,10 +206,11 @@ class Churn:
         gang.created = time.monotonic()
         self.gangs[gang.name] = gang
         self.gone_since.pop(self.key(gang.name), None)
+        spec = {"priorityClassName": priority_class} if priority_class else {}
         for i in range(size):
             name = f"{gang.name}-{i}"
             self.cluster.pod(
-                name, requests=resources(cpu=f"{gang.millicpu}m"), labels=gang.labels(), annotations=annotations
+                name, requests=resources(cpu=f"{gang.millicpu}m"), labels=gang.labels(), annotations=annotations, **spec
             )
             gang.names.append(name)
         self.figures.gangs += 1
@@ -231,7 +242,8 @@ class Churn:
             return
         self._serial += 1
         name = f"p{self._serial}"
-        self.cluster.pod(name, requests=resources(cpu="500m"), labels={PLAIN_LABEL: "yes"})
+        spec = {"priorityClassName": "e2e-low"} if self.rng.random() < 0.5 else {}
+        self.cluster.pod(name, requests=resources(cpu="500m"), labels={PLAIN_LABEL: "yes"}, **spec)
         self.plain.append(name)
         self.figures.plain += 1
 
@@ -307,9 +319,14 @@ class Churn:
         """``assembling``: gangs the extender lets assemble now (their reservations are not in the
         API server's view of the free capacity, so every other gang waits for them)."""
         free = obs.free()
-        blocked = False  # an older gang that fits and is not complete goes first
-        for gang in sorted(self.gangs.values(), key=lambda g: g.created):
+        self.plain = [n for n in self.plain if n in obs.pods]  # preempted ones are gone
+        fitting: set[int] = set()  # priorities with an incomplete gang that fits: it goes first
+        waiting = -1  # the highest priority of an incomplete gang (it may be preempting)
+        for gang in sorted(self.gangs.values(), key=lambda g: (-g.priority, g.created)):
             present = [n for n in gang.names if n in obs.pods]
+            if not gang.cancelled and not present:
+                gang.cancelled = True  # preempted: nobody but a preemption deletes its pods
+                self.figures.preempted += 1
             if gang.cancelled:
                 if not present:
                     del self.gangs[gang.name]
@@ -320,6 +337,7 @@ class Churn:
                 since = gang.partial_since = gang.partial_since or obs.at
                 if obs.at - since > RELEASE_SECONDS:
                     self.violate(f"gang {gang.name} partly bound: {bound} of its minimum {gang.minimum}")
+                    gang.partial_since = obs.at  # reported once per period
             else:
                 gang.partial_since = None
             if bound >= gang.minimum:
@@ -336,6 +354,7 @@ class Churn:
                             )
                 continue
             can = fits(gang, gang.minimum - bound, free)
+            blocked = waiting > gang.priority or gang.priority in fitting
             if can and not blocked and not assembling - {gang.name}:
                 if gang.eligible_since is None:
                     gang.eligible_since = obs.at
@@ -347,7 +366,9 @@ class Churn:
                     gang.eligible_since = obs.at  # reported once per period
             else:
                 gang.eligible_since = None
-            blocked = blocked or can
+            waiting = max(waiting, gang.priority)
+            if can:
+                fitting.add(gang.priority)
 
     def check_capacity(self, obs: Observation) -> None:
         for node, left in obs.free().items():

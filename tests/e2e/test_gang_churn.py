@@ -88,8 +88,9 @@ def test_a_stream_of_gang_churn_on_long_lived_state_keeps_every_invariant(
         assert httpx.get(f"{replica.url}/v1/gangs", timeout=5).status_code == 200
     waits = figures.waits
     report(
-        f"gang churn: {CHURN_SECONDS:.0f} s (seed {CHURN_SEED}), {figures.gangs} gangs ({figures.completed} "
-        f"completed, {figures.cancelled} cancelled, {figures.finished} finished), {figures.plain} plain pods, "
+        f"gang churn: {CHURN_SECONDS:.0f} s (seed {CHURN_SEED}), {figures.gangs} gangs of three priorities "
+        f"({figures.completed} completed, {figures.cancelled} cancelled, {figures.finished} finished, "
+        f"{figures.preempted} preempted whole), {figures.plain} plain pods, "
         f"{figures.drained} nodes drained and {figures.restored} restored, invariants checked "
         f"{figures.checks} times; a gang that fits with nothing ahead completed in p50 "
         f"{statistics.median(waits) if waits else 0:.1f} s, p99 {percentile(waits, 0.99):.1f} s, max "

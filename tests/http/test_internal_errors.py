@@ -7,10 +7,13 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from app.main import create_app
 from app.settings import Settings
 from extenders import engine, preemption
+from extenders.gang.eviction import EvictionStore, GangEviction
+from extenders.preemption import MetaVictims, Preemption
 
 POD = {"metadata": {"name": "p", "namespace": "d", "uid": "u"}, "spec": {}}
 
@@ -41,3 +44,27 @@ def test_engine_failures_answer_through_the_protocol(client: TestClient) -> None
     r = client.post("/v1/explain", json={"Pod": POD})
     assert r.status_code == 422 and "engine bug" in r.json()["detail"]
     assert 'extender_errors_total{kind="domain",verb="filter"}' in client.get("/metrics").text
+
+
+def test_a_gang_eviction_that_cannot_be_recorded_preempts_nothing(
+    redis_url: str, redis_prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Unrecorded, a gang taken whole would keep its members on other nodes: half alive. So no node."""
+
+    def taken_whole(*args: Any, **kwargs: Any) -> Preemption:
+        eviction = GangEviction("d/g", "a", "d/p", ("x",), (("y", "d/g-1"),))
+        return Preemption({"a": MetaVictims(["x"])}, [eviction])
+
+    async def unreachable(self: EvictionStore, *args: Any) -> None:
+        raise RedisConnectionError("Redis went away")
+
+    monkeypatch.setattr("app.service.process_preemption", taken_whole)
+    monkeypatch.setattr(EvictionStore, "record", unreachable)
+    settings = Settings(redis_url=redis_url, redis_prefix=redis_prefix, kube_mode="off")
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+        r = client.post("/preempt", json={"Pod": POD, "NodeNameToMetaVictims": {"a": {"Pods": [{"UID": "x"}]}}})
+        assert r.status_code == 200 and r.json() == {"NodeNameToMetaVictims": {}}
+        monkeypatch.undo()
+        monkeypatch.setattr("app.service.process_preemption", taken_whole)
+        r = client.post("/preempt", json={"Pod": POD, "NodeNameToMetaVictims": {"a": {"Pods": [{"UID": "x"}]}}})
+        assert r.json() == {"NodeNameToMetaVictims": {"a": {"Pods": [{"UID": "x"}], "NumPDBViolations": 0}}}
