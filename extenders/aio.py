@@ -5,7 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
+
+from extenders.logs import FailureLog
 
 log = logging.getLogger(__name__)
 
@@ -49,3 +52,23 @@ async def wait_event(event: asyncio.Event, timeout: float) -> bool:
         woken = False
     event.clear()
     return woken
+
+
+async def every(
+    interval: float,
+    step: Callable[[], Awaitable[Any]],
+    failures: FailureLog,
+    errors: tuple[type[BaseException], ...],
+) -> None:
+    """Run ``step`` every ``interval`` seconds until cancelled. The ``errors`` it raises are an outage
+    (logged once by ``failures``, at doubling intervals while it lasts), never the end of the loop."""
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            await step()
+        except errors as exc:
+            if cancelling():
+                raise asyncio.CancelledError from exc  # stopping: a client turned it into an error
+            failures.failed(exc)
+            continue
+        failures.succeeded()

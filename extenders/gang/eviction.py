@@ -11,7 +11,6 @@ comes (kube-scheduler picked no node, or another preemption cycle won) expires.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -23,7 +22,7 @@ import orjson
 import redis.asyncio as aredis
 from redis.exceptions import RedisError
 
-from extenders.aio import cancelling
+from extenders.aio import every
 from extenders.gang import reasons
 from extenders.kube.client import KubeApiError, KubeClient
 from extenders.kube.events import EventRecorder, ObjectRef
@@ -115,17 +114,8 @@ class GangEvictor:
         self.interval = interval
 
     async def run(self) -> None:
-        failures = FailureLog(log, "gang evictions")
-        while True:
-            await asyncio.sleep(self.interval)
-            try:
-                await self.evict_due()
-            except (RedisError, OSError, httpx.HTTPError, KubeApiError) as exc:
-                if cancelling():
-                    raise asyncio.CancelledError from exc
-                failures.failed(exc)
-                continue
-            failures.succeeded()
+        errors = (RedisError, OSError, httpx.HTTPError, KubeApiError)
+        await every(self.interval, self.evict_due, FailureLog(log, "gang evictions"), errors)
 
     async def evict_due(self) -> list[str]:
         """One pass; returns the gangs whose remaining members were evicted."""

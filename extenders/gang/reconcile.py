@@ -16,7 +16,6 @@ after that snapshot:
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
-from extenders.aio import cancelling
+from extenders.aio import every
 from extenders.gang.membership import GangIndex, GangIndexCache
 from extenders.gang.state import GangBrief, GangStore
 from extenders.logs import FailureLog
@@ -120,17 +119,7 @@ class GangReconciler:
         self.asked_horizon = asked_horizon
 
     async def run(self) -> None:
-        failures = FailureLog(log, "gang reconcile")
-        while True:
-            await asyncio.sleep(self.interval)
-            try:
-                await self.reconcile()
-            except (RedisError, OSError) as exc:
-                if cancelling():
-                    raise asyncio.CancelledError from exc
-                failures.failed(exc)
-                continue
-            failures.succeeded()
+        await every(self.interval, self.reconcile, FailureLog(log, "gang reconcile"), (RedisError, OSError))
 
     async def reconcile(self) -> dict[str, str]:
         """One pass: ``{gang: outcome}`` of every gang acted on (see ``gang_reconcile.lua``)."""

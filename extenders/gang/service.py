@@ -20,7 +20,7 @@ from typing import Any
 import redis.asyncio as aredis
 from redis.exceptions import RedisError
 
-from extenders.aio import cancel_and_wait, cancelling
+from extenders.aio import cancel_and_wait, every
 from extenders.binding.binder import BindRuntime
 from extenders.gang import reasons
 from extenders.gang.config import GangConfig
@@ -108,19 +108,14 @@ class GangService:
         self._tasks.clear()
 
     async def _sweep_loop(self) -> None:
-        failures = FailureLog(log, "gang sweep")
-        while True:
-            await asyncio.sleep(self.config.sweep_interval_seconds)
-            try:
-                removed = await self.store.sweep()
-            except (RedisError, OSError) as exc:
-                if cancelling():
-                    raise asyncio.CancelledError from exc  # stopping: the client turned it into an error
-                failures.failed(exc)
-                continue
-            failures.succeeded()
-            if removed:
-                log.info("removed idle gang bookkeeping: %s", ", ".join(removed[:10]))
+        await every(
+            self.config.sweep_interval_seconds, self._sweep, FailureLog(log, "gang sweep"), (RedisError, OSError)
+        )
+
+    async def _sweep(self) -> None:
+        removed = await self.store.sweep()
+        if removed:
+            log.info("removed idle gang bookkeeping: %s", ", ".join(removed[:10]))
 
     # --- filter --------------------------------------------------------------------------------
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from extenders.gang.eviction import GangEviction
 from extenders.gang.membership import GangOf
 from extenders.model import PodInfo
-from extenders.pdb import DisruptionBudgets, is_leaving, split_by_pdb_violation
+from extenders.pdb import is_leaving, split_by_pdb_violation
 from extenders.preemption.victims import Decision, NodeSelector, drop, importance_key
 from extenders.snapshot import Snapshot
 
@@ -53,7 +53,7 @@ class GangPlacement:
         self.gang_of = gang_of
         self._placed: dict[str, list[PodInfo]] | None = None
 
-    def placed(self, gang: str) -> list[PodInfo]:
+    def gangs(self) -> dict[str, list[PodInfo]]:
         if self._placed is None:
             placed: dict[str, list[PodInfo]] = {}
             for info in self.snapshot.nodes.values():
@@ -62,7 +62,10 @@ class GangPlacement:
                     if ref is not None:
                         placed.setdefault(ref[0], []).append(pod)
             self._placed = placed
-        return self._placed.get(gang, [])
+        return self._placed
+
+    def placed(self, gang: str) -> list[PodInfo]:
+        return self.gangs().get(gang, [])
 
 
 class GangRules:
@@ -88,7 +91,8 @@ class GangRules:
         if need <= 0:
             return ""
         priority = max([self.preemptor.priority, *(p.priority for p in placed)])
-        protected = self._gangs_at_or_above(priority)
+        # Gangs with a member of at least that priority: none of them can be evicted whole.
+        protected = {g for g, pods in self.placement.gangs().items() if any(p.priority >= priority for p in pods)}
 
         def evictable(pod: PodInfo) -> bool:
             if pod.priority >= priority:
@@ -105,17 +109,6 @@ class GangRules:
             f"gang {gang} needs {need} more member(s) placed, and even with every pod of lower priority "
             f"evicted there is room for {room}: nothing is preempted"
         )
-
-    def _gangs_at_or_above(self, priority: int) -> set[str]:
-        """Gangs with a placed member of at least ``priority``: none of them can be evicted whole."""
-        out: set[str] = set()
-        for info in self.snapshot.nodes.values():
-            for pod in info.pods.values():
-                if pod.priority >= priority and not is_leaving(pod):
-                    ref = self.gang_of(pod)
-                    if ref is not None:
-                        out.add(ref[0])
-        return out
 
     # --- the candidates --------------------------------------------------------------------------
 
@@ -146,7 +139,8 @@ class GangRules:
             del decisions[name]
         chosen = decisions[best]
         for whole in wholes[best]:
-            chosen.add([p for p in whole.here if p.uid not in set(chosen.uids)])
+            taken = set(chosen.uids)
+            chosen.add([p for p in whole.here if p.uid not in taken])
         return [
             GangEviction(
                 whole.gang,
@@ -194,8 +188,5 @@ class GangRules:
             {p.uid: p for p in (*decision.victims, *(p for w in wholes for p in (*w.here, *w.elsewhere)))}.values(),
             key=importance_key,
         )
-        violating, _ = split_by_pdb_violation([p for p in evicted if not is_leaving(p)], self._budgets())
+        violating, _ = split_by_pdb_violation([p for p in evicted if not is_leaving(p)], self.selector.budgets.copy())
         return len(violating), max(units, default=0), sum(units), len(units)
-
-    def _budgets(self) -> DisruptionBudgets:
-        return self.selector.budgets.copy()
