@@ -103,8 +103,9 @@ def process_preemption(
         log.info("preempt %s: no candidate accepted: %s", preemptor.key, why)
         return Preemption()
     decisions: dict[str, Decision] = {}
+    siblings = max(0, rules.need() - 1)
     for node_name, uids in candidates.items():
-        decision = selector.select(node_name, uids, victim_pods)
+        decision = selector.select(node_name, uids, victim_pods, siblings)
         if decision is not None:
             decisions[node_name] = decision
     evictions = rules.apply(decisions)

@@ -80,16 +80,22 @@ class GangRules:
 
     # --- the preemptor's own gang ---------------------------------------------------------------
 
-    def cannot_complete(self) -> str:
-        """Why preempting for this member would help its gang nothing ("" when it can help)."""
+    def need(self) -> int:
+        """Members of the preemptor's gang still to place, the preemptor included (0 outside a gang)."""
         ref = self.gang_of(self.preemptor)
         if ref is None:
-            return ""
+            return 0
         gang, minimum = ref
-        placed = [p for p in self.placement.placed(gang) if p.uid != self.preemptor.uid]
-        need = minimum - len(placed)
-        if need <= 0:
+        return max(0, minimum - sum(1 for p in self.placement.placed(gang) if p.uid != self.preemptor.uid))
+
+    def cannot_complete(self) -> str:
+        """Why preempting for this member would help its gang nothing ("" when it can help)."""
+        need = self.need()
+        ref = self.gang_of(self.preemptor)
+        if ref is None or need <= 0:
             return ""
+        gang = ref[0]
+        placed = [p for p in self.placement.placed(gang) if p.uid != self.preemptor.uid]
         priority = max([self.preemptor.priority, *(p.priority for p in placed)])
         # Gangs with a member of at least that priority: none of them can be evicted whole.
         protected = {g for g, pods in self.placement.gangs().items() if any(p.priority >= priority for p in pods)}

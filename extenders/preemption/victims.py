@@ -35,6 +35,7 @@ Decisions:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -165,11 +166,47 @@ class NodeSelector:
                 copies.append((node.allocatable.get(resource, 0) - node.requested.get(resource, 0)) // amount)
         return max(1, min(copies))
 
-    def select(self, node_name: str, uids: Sequence[str], victim_pods: Mapping[str, PodInfo] | None) -> Decision | None:
+    def select(
+        self, node_name: str, uids: Sequence[str], victim_pods: Mapping[str, PodInfo] | None, siblings: int = 0
+    ) -> Decision | None:
+        """The node's victims, or None (logged) when it cannot be used. ``siblings``: members of the
+        preemptor's gang still to place besides it: room is made for as many of them as the node can
+        hold once its lower-priority pods are gone (the gang's need, not one member's), or else for the
+        preemptor alone."""
+        info = self.snapshot.nodes.get(node_name)
+        if siblings > 0 and info is not None:
+            extra = min(siblings, self.room(info, lambda p: p.priority < self.preemptor.priority) - 1)
+            if extra > 0:
+                decision = self._select(node_name, uids, victim_pods, extra, report=False)
+                if decision is not None:
+                    return decision
+        return self._select(node_name, uids, victim_pods, 0, report=True)
+
+    def _siblings(self, node: str, count: int) -> list[PodInfo]:
+        """Stand-ins for members of the preemptor's gang on ``node`` (shaped like the preemptor)."""
+        pod = self.preemptor
+        return [
+            dataclasses.replace(pod, uid=f"{pod.uid}~sibling-{i}", name=f"{pod.name}~{i}", node_name=node)
+            for i in range(count)
+        ]
+
+    def _select(
+        self,
+        node_name: str,
+        uids: Sequence[str],
+        victim_pods: Mapping[str, PodInfo] | None,
+        siblings: int,
+        report: bool,
+    ) -> Decision | None:
         preemptor = self.preemptor
+
+        def drop_node(rule: str, why: str) -> None:
+            if report:
+                drop(preemptor, node_name, rule, why)
+
         info = self.snapshot.nodes.get(node_name)
         if info is None or info.node is None:
-            drop(preemptor, node_name, RULE_UNKNOWN_NODE, "the snapshot has no such node")
+            drop_node(RULE_UNKNOWN_NODE, "the snapshot has no such node")
             return None
         scheduler_victims: list[PodInfo] = []
         seen: set[str] = set()
@@ -181,7 +218,7 @@ class NodeSelector:
             full = victim_pods.get(uid) if victim_pods else None
             if pod is None or (full is not None and full.node_name and full.node_name != node_name):
                 what = f"{full.key} ({uid})" if full is not None else uid
-                drop(preemptor, node_name, RULE_UNKNOWN_VICTIM, f"victim {what} is not on this node in the snapshot")
+                drop_node(RULE_UNKNOWN_VICTIM, f"victim {what} is not on this node in the snapshot")
                 return None
             scheduler_victims.append(pod)
 
@@ -194,20 +231,22 @@ class NodeSelector:
 
         # The node as it will be: scheduler's victims evicted, leaving pods gone.
         trial = Trial(info, [p for p in live if p.uid not in seen], self._nominated(info))
+        for sibling in self._siblings(node_name, siblings):
+            trial.add(sibling)
         if self.fits(trial):
             if not scheduler_victims:
-                drop(preemptor, node_name, RULE_NO_VICTIMS, "fits without evicting anything; an empty list is refused")
+                drop_node(RULE_NO_VICTIMS, "fits without evicting anything; an empty list is refused")
                 return None
             return self._decision(node_name, scheduler_victims, [], violating_uids)
 
         lower = [p for p in trial.node.pods.values() if p.priority < preemptor.priority]
         if not lower:
-            drop(preemptor, node_name, RULE_NO_LOWER_PRIORITY, "does not fit and no lower-priority pod is left")
+            drop_node(RULE_NO_LOWER_PRIORITY, "does not fit and no lower-priority pod is left")
             return None
         for pod in lower:
             trial.remove(pod.uid)
         if not self.fits(trial):
-            drop(preemptor, node_name, RULE_CANNOT_FIT, "does not fit even with every lower-priority pod evicted")
+            drop_node(RULE_CANNOT_FIT, "does not fit even with every lower-priority pod evicted")
             return None
 
         added: list[PodInfo] = []
@@ -219,15 +258,16 @@ class NodeSelector:
                 trial.remove(pod.uid)
                 added.append(pod)
         if not scheduler_victims and not added:  # cannot happen (the node did not fit with all of them)
-            drop(preemptor, node_name, RULE_NO_VICTIMS, "no victim left after reprieves")
+            drop_node(RULE_NO_VICTIMS, "no victim left after reprieves")
             return None
         if added:
             log.info(
-                "preempt %s: node %s needs %d victim(s) beyond the scheduler's %d: %s",
+                "preempt %s: node %s needs %d victim(s) beyond the scheduler's %d%s: %s",
                 preemptor.key,
                 node_name,
                 len(added),
                 len(scheduler_victims),
+                f" (room for {siblings} more member(s) of its gang too)" if siblings else "",
                 ", ".join(p.key for p in added),
             )
         return self._decision(node_name, scheduler_victims, added, violating_uids)

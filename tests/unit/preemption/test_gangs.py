@@ -102,3 +102,19 @@ def test_a_gang_member_preempts_only_when_its_gang_can_then_complete(caplog: pyt
     assert "gang default/h needs 3 more member(s) placed" in caplog.text and "room for 2" in caplog.text
     three = snapshot([node(f"n{i}", gpu=1) for i in range(3)], [*members, *low])
     assert names(preempt(members[0], {"n0": ["uid-low-0"]}, three).nodes) == {"n0": (["low-0"], 0)}
+
+
+def test_a_gang_member_makes_room_for_its_siblings_too_where_the_node_can_hold_them() -> None:
+    # Gang h (min 3, pending) and one node of 3 GPUs, each held by a low-priority pod. kube-scheduler
+    # proposes room for one member; the gang needs three: all three holders go in one preemption.
+    members = [gang_pod(f"h-{i}", "", "h", 3, prio=1000) for i in range(3)]
+    low = [pod(f"low-{i}", "n1", prio=10, gpu=1) for i in range(3)]
+    snap = snapshot([node("n1", cpu="8", gpu=3)], [*members, *low])
+    result = preempt(members[0], {"n1": ["uid-low-0"]}, snap)
+    assert names(result.nodes) == {"n1": (["low-0", "low-1", "low-2"], 0)}
+    # A plain pod of the same shape takes only what it needs.
+    assert names(preempt(PREEMPTOR, {"n1": ["uid-low-0"]}, snap).nodes) == {"n1": (["low-0"], 0)}
+    # Two of the three members placed already: room for the last one only.
+    placed = [gang_pod(f"h-{i}", "n2", "h", 3, prio=1000, gpu=0) for i in (1, 2)]
+    snap = snapshot([node("n1", cpu="8", gpu=3), node("n2", cpu="8")], [members[0], *placed, *low])
+    assert names(preempt(members[0], {"n1": ["uid-low-0"]}, snap).nodes) == {"n1": (["low-0"], 0)}
