@@ -128,8 +128,11 @@ class GangEvictor:
         for eviction, until in records:
             if not any(_gone(snapshot, uid) for uid in eviction.trigger):
                 if now > until:
-                    log.info("gang %s: kube-scheduler did not preempt on node %s; nothing more evicted",
-                             eviction.gang, eviction.node)  # fmt: skip
+                    log.info(
+                        "gang %s: kube-scheduler did not preempt on node %s; nothing more evicted",
+                        eviction.gang,
+                        eviction.node,
+                    )
                     await self.store.done(eviction.gang)
                 continue
             await self._evict(eviction, snapshot)
@@ -159,8 +162,13 @@ class GangEvictor:
                 f"{eviction.node} by kube-scheduler, {gone} more elsewhere by the extender",
             )
         self.telemetry.gang_preemptions.inc()
-        log.info("gang %s preempted whole for %s: %d member(s) evicted beside node %s",
-                 eviction.gang, eviction.preemptor, gone, eviction.node)  # fmt: skip
+        log.info(
+            "gang %s preempted whole for %s: %d member(s) evicted beside node %s",
+            eviction.gang,
+            eviction.preemptor,
+            gone,
+            eviction.node,
+        )
 
 
 def _gone(snapshot: Snapshot, uid: str) -> bool:

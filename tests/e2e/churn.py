@@ -413,10 +413,16 @@ class Churn:
         """What Redis still holds of this namespace's gangs: keys, and entries of the shared sets."""
         out = _names(self.redis.scan_iter(f"{self.prefix}:gang*:{self.ns_prefix}*"))
         for name in ("gangs", "gangq", "gangasm", "gangnudge"):
-            out += [f"{name}[{g}]" for g in _names(self.redis.zrange(f"{self.prefix}:{name}", 0, -1))
-                    if g.startswith(self.ns_prefix)]  # fmt: skip
-        out += [f"gangactive[{g}]" for g in _names(self.redis.smembers(f"{self.prefix}:gangactive"))
-                if g.startswith(self.ns_prefix)]  # fmt: skip
+            out += [
+                f"{name}[{g}]"
+                for g in _names(self.redis.zrange(f"{self.prefix}:{name}", 0, -1))
+                if g.startswith(self.ns_prefix)
+            ]
+        out += [
+            f"gangactive[{g}]"
+            for g in _names(self.redis.smembers(f"{self.prefix}:gangactive"))
+            if g.startswith(self.ns_prefix)
+        ]
         return out
 
     def run(self, seconds: float, step_every: float = 0.7) -> None:

@@ -211,8 +211,13 @@ def test_a_gang_guarded_by_a_pdb_is_not_the_one_taken(cluster: Cluster) -> None:
     )
     for gang, side in (("guarded", "a"), ("open", "b")):
         for i in range(2):
-            cluster.pod(f"{gang}-{i}", requests=resources(cpu="3"), labels=legacy(gang, 2), priorityClassName=LOW,
-                        nodeSelector={"side": side})  # fmt: skip
+            cluster.pod(
+                f"{gang}-{i}",
+                requests=resources(cpu="3"),
+                labels=legacy(gang, 2),
+                priorityClassName=LOW,
+                nodeSelector={"side": side},
+            )
     cluster.wait_bound([f"{g}-{i}" for g in ("guarded", "open") for i in range(2)], timeout=60)
     with never_partial(cluster, {"guarded": 2, "open": 2}):
         cluster.pod("urgent", requests=resources(cpu="3"), priorityClassName=HIGH)

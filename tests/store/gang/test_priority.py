@@ -26,8 +26,10 @@ async def test_a_higher_priority_gang_is_admitted_before_older_lower_ones(store:
     (d0,) = pods("d", 1, 2)
     assert (await g.filter("default/a", True, 10, 2, me(a0), priority=1000)).status is FilterStatus.ADMITTED
     # Queued behind a: b (old, low), c (newer, higher), d (newest, higher).
-    queued = [await g.filter(f"default/{x}", True, s, 2, me(p), priority=pr) for x, s, p, pr in (
-        ("b", 20, b0, 1), ("c", 30, c0, 100), ("d", 40, d0, 100))]  # fmt: skip
+    queued = [
+        await g.filter(f"default/{x}", True, s, 2, me(p), priority=pr)
+        for x, s, p, pr in (("b", 20, b0, 1), ("c", 30, c0, 100), ("d", 40, d0, 100))
+    ]
     assert [q.position for q in queued] == [1, 1, 2]  # each as it came: c then d go before b
     _, records = await g.read(["default/b", "default/c", "default/d"])
     assert {r.key: r.queue_position for r in records} == {"default/c": 1, "default/d": 2, "default/b": 3}

@@ -20,8 +20,15 @@ def index(pending: Sequence[PodInfo], placed: Sequence[PodInfo] = (), groups: Se
     return GangIndex(Snapshot(nodes={"n1": node}, pending=unbound, podgroups={g.key: g for g in groups}))
 
 
-def brief(gang: str, minimum: int | None = 3, state: str = "", *, admitted: bool = False, queued: bool = False,
-          arrivals: tuple[str, ...] = ()) -> GangBrief:  # fmt: skip
+def brief(
+    gang: str,
+    minimum: int | None = 3,
+    state: str = "",
+    *,
+    admitted: bool = False,
+    queued: bool = False,
+    arrivals: tuple[str, ...] = (),
+) -> GangBrief:
     return GangBrief(f"default/{gang}", minimum, state, admitted, queued, arrivals)
 
 
