@@ -80,22 +80,27 @@ class GangRules:
 
     # --- the preemptor's own gang ---------------------------------------------------------------
 
-    def need(self) -> int:
-        """Members of the preemptor's gang still to place, the preemptor included (0 outside a gang)."""
+    def _own_gang(self) -> tuple[str, int, list[PodInfo]] | None:
+        """The preemptor's gang: its key, minimum and placed members (the preemptor aside)."""
         ref = self.gang_of(self.preemptor)
         if ref is None:
-            return 0
-        gang, minimum = ref
-        return max(0, minimum - sum(1 for p in self.placement.placed(gang) if p.uid != self.preemptor.uid))
+            return None
+        return ref[0], ref[1], [p for p in self.placement.placed(ref[0]) if p.uid != self.preemptor.uid]
+
+    def need(self) -> int:
+        """Members of the preemptor's gang still to place, the preemptor included (0 outside a gang)."""
+        own = self._own_gang()
+        return 0 if own is None else max(0, own[1] - len(own[2]))
 
     def cannot_complete(self) -> str:
         """Why preempting for this member would help its gang nothing ("" when it can help)."""
-        need = self.need()
-        ref = self.gang_of(self.preemptor)
-        if ref is None or need <= 0:
+        own = self._own_gang()
+        if own is None:
             return ""
-        gang = ref[0]
-        placed = [p for p in self.placement.placed(gang) if p.uid != self.preemptor.uid]
+        gang, minimum, placed = own
+        need = minimum - len(placed)
+        if need <= 0:
+            return ""
         priority = max([self.preemptor.priority, *(p.priority for p in placed)])
         # Gangs with a member of at least that priority: none of them can be evicted whole.
         protected = {g for g, pods in self.placement.gangs().items() if any(p.priority >= priority for p in pods)}

@@ -7,6 +7,7 @@ watcher writes them, and the reconciler's pass is run by hand.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -74,19 +75,35 @@ def grouped(name: str, group: str) -> dict[str, Any]:
     return member(name, group)
 
 
-async def test_a_cancelled_gang_vanishes_at_once_and_the_gang_queued_behind_it_goes(replicas: Factory) -> None:
+@dataclass
+class Behind:
+    """Gang a (3 members) assembling with some held at bind, gang b queued behind it."""
+
+    services: list[Replica]
+    kube: RecordingKube
+    a: list[dict[str, Any]]
+    b: list[dict[str, Any]]
+    calls: list[asyncio.Task[str]]
+
+
+async def assembling_with_one_behind(replicas: Factory, held_members: int) -> Behind:
     services = await replicas(2)
     kube = kube_of(replicas)
     a = [member(f"a-{i}", "a", 3) for i in range(3)]
-    b = [member(f"b-{i}", "b", 3, created="2024-01-02T00:00:00Z") for i in range(3)]
+    b = [member(f"b-{i}", "b", 2, created="2024-01-02T00:00:00Z") for i in range(2)]
     await setup(services, kube, [gpu_node("n1", 8)], a + b)
-    r0, r1 = services
-    snap = await r0.runtime.snapshot()
-    assert await admits(r0, a[0], snap)
-    verdict = await r1.filter(pod_info(b[0]), snap, ["n1"])
+    snap = await services[0].runtime.snapshot()
+    assert await admits(services[0], a[0], snap)
+    verdict = await services[1].filter(pod_info(b[0]), snap, ["n1"])
     assert verdict is not None and not verdict.fit and "waiting to be admitted" in verdict.reason
-    call = asyncio.create_task(r1.bind(*target(a[0], "n1")))
-    await held(r0, "a", 1)
+    calls = [asyncio.create_task(services[i % 2].bind(*target(a[i], "n1"))) for i in range(held_members)]
+    await held(services[0], "a", held_members)
+    return Behind(services, kube, a, b, calls)
+
+
+async def test_a_cancelled_gang_vanishes_at_once_and_the_gang_queued_behind_it_goes(replicas: Factory) -> None:
+    behind = await assembling_with_one_behind(replicas, 1)
+    (r0, r1), kube, a, b, (call,) = behind.services, behind.kube, behind.a, behind.b, behind.calls
 
     await apply(r0.runtime.store, [Op.delete_pod(p["metadata"]["uid"]) for p in a])  # the job is cancelled
     assert await r0.gangs.reconciler.reconcile() == {"default/a": "vanished"}
@@ -149,17 +166,8 @@ async def test_a_member_filtered_before_the_watch_wrote_it_holds_its_gang_only_u
 
 
 async def test_a_gang_that_loses_a_member_while_others_are_held_stands_down(replicas: Factory) -> None:
-    services = await replicas(2)
-    kube = kube_of(replicas)
-    a = [member(f"a-{i}", "a", 3) for i in range(3)]
-    b = [member(f"b-{i}", "b", 2, created="2024-01-02T00:00:00Z") for i in range(2)]
-    await setup(services, kube, [gpu_node("n1", 8)], a + b)
-    r0, r1 = services
-    snap = await r0.runtime.snapshot()
-    assert await admits(r0, a[0], snap)
-    assert not await admits(r1, b[0], snap)  # queued behind a
-    calls = [asyncio.create_task(services[i].bind(*target(a[i], "n1"))) for i in range(2)]
-    await held(r0, "a", 2)
+    behind = await assembling_with_one_behind(replicas, 2)
+    r0, kube, a, calls = behind.services[0], behind.kube, behind.a, behind.calls
 
     await apply(r0.runtime.store, [Op.delete_pod(a[2]["metadata"]["uid"])])
     assert (await r0.gangs.reconciler.reconcile())["default/a"] == "released"
