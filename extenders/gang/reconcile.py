@@ -123,8 +123,11 @@ class GangReconciler:
 
     async def reconcile(self) -> dict[str, str]:
         """One pass: ``{gang: outcome}`` of every gang acted on (see ``gang_reconcile.lua``)."""
+        briefs = await self.store.scan()
+        if not briefs:
+            return {}  # no gang known: no snapshot to read, no index to build
         snapshot = await self.snapshot()
-        actions = plan(await self.store.scan(), self.index.get(snapshot))
+        actions = plan(briefs, self.index.get(snapshot))
         outcomes = await self.store.reconcile(
             snapshot.generation,
             [a.wire() for a in actions],
