@@ -1,4 +1,4 @@
-"""Label selectors, node selector terms and tolerations, with apimachinery's semantics.
+"""Label selectors, node selector terms and pod affinity terms, with apimachinery's semantics.
 
 Predicates and priorities evaluate the same selectors against thousands of nodes or pods,
 so selectors are compiled once into plain closures and the compiled forms are cached.
@@ -24,12 +24,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from extenders.canonical import canonical_json
-from extenders.model import PodInfo, Taint
+from extenders.model import PodInfo
 
 LabelMatcher = Callable[[Mapping[str, str]], bool]
 NodeMatcher = Callable[[str, Mapping[str, str]], bool]
-# Taint effects that keep a pod off a node (PreferNoSchedule only steers scoring).
-DO_NOT_SCHEDULE_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 
 NODE_NAME_FIELD = "metadata.name"
 _CACHE_LIMIT = 65536
@@ -255,40 +253,6 @@ def required_node_affinity_terms(affinity: Mapping[str, Any] | None) -> list[dic
         return None
     terms: list[dict[str, Any]] = list(required.get("nodeSelectorTerms") or [])
     return terms
-
-
-# ---------------------------------------------------------------- tolerations
-def tolerates(toleration: Mapping[str, Any], taint: Taint) -> bool:
-    """v1.Toleration.ToleratesTaint: empty effect matches every effect, empty key with Exists every key."""
-    effect = toleration.get("effect") or ""
-    if effect and effect != taint.effect:
-        return False
-    key = toleration.get("key") or ""
-    if key and key != taint.key:
-        return False
-    op = toleration.get("operator") or "Equal"
-    if op == "Exists":
-        return True
-    if op == "Equal":
-        return (toleration.get("value") or "") == taint.value
-    return False
-
-
-def tolerations_tolerate(tolerations: Sequence[Mapping[str, Any]], taint: Taint) -> bool:
-    """Whether any of the tolerations tolerates the taint."""
-    return any(tolerates(t, taint) for t in tolerations)
-
-
-def first_untolerated_taint(
-    taints: Sequence[Taint], tolerations: Sequence[Mapping[str, Any]], effects: frozenset[str] | None = None
-) -> Taint | None:
-    """The first taint (with one of ``effects``, or any effect when None) no toleration tolerates."""
-    for taint in taints:
-        if effects is not None and taint.effect not in effects:
-            continue
-        if not tolerations_tolerate(tolerations, taint):
-            return taint
-    return None
 
 
 # ---------------------------------------------------------------- pod affinity terms

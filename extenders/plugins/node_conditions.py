@@ -18,10 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from extenders.labels import tolerations_tolerate
 from extenders.model import NodeInfo, PodInfo, Taint
 from extenders.plugins.framework import FIT, SKIP, NodeFamily, Verdict
 from extenders.snapshot import Snapshot
+from extenders.tolerations import tolerations_tolerate
 
 NOT_READY = "node(s) were not ready"
 NETWORK_UNAVAILABLE = "node(s) had unavailable network"

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from extenders.labels import tolerations_tolerate
 from extenders.model import NodeInfo, PodInfo, Taint
 from extenders.plugins.framework import FIT, NodeFamily, Verdict
 from extenders.snapshot import Snapshot
+from extenders.tolerations import tolerations_tolerate
 
 REASON = "node(s) were unschedulable"
 UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")

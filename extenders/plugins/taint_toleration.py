@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from extenders.labels import DO_NOT_SCHEDULE_EFFECTS, first_untolerated_taint, tolerations_tolerate
 from extenders.model import NodeInfo, PodInfo
 from extenders.plugins.framework import (
     FIT,
@@ -25,6 +24,7 @@ from extenders.plugins.framework import (
 )
 from extenders.plugins.helper.normalize import by_max
 from extenders.snapshot import Snapshot
+from extenders.tolerations import DO_NOT_SCHEDULE_EFFECTS, first_untolerated_taint, tolerations_tolerate
 
 
 def untolerated_reason(key: str, value: str) -> str:

@@ -1,4 +1,4 @@
-"""Label selectors, node selector terms, tolerations and affinity terms (extenders.labels)."""
+"""Label selectors, node selector terms and affinity terms (extenders.labels)."""
 
 from __future__ import annotations
 
@@ -12,13 +12,10 @@ from extenders.labels import (
     compile_affinity_terms,
     compile_label_selector,
     compile_node_selector,
-    first_untolerated_taint,
     label_selector_matches,
     node_selector_term_matches,
     required_node_affinity_terms,
-    tolerates,
 )
-from extenders.model import Taint
 
 LABELS = {"app": "web", "tier": "front", "n": "5"}
 
@@ -137,36 +134,6 @@ def test_required_node_affinity_terms() -> None:
     assert required_node_affinity_terms({}) is None
     assert required_node_affinity_terms({"nodeAffinity": {}}) is None
     assert required_node_affinity_terms({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {}}}) == []
-
-
-TAINT = Taint("dedicated", "gpu", "NoSchedule")
-
-
-@pytest.mark.parametrize(
-    ("toleration", "expected"),
-    [
-        ({"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}, True),
-        ({"key": "dedicated", "value": "gpu"}, True),  # default operator Equal, empty effect = all
-        ({"key": "dedicated", "operator": "Equal", "value": "cpu"}, False),
-        ({"key": "dedicated", "operator": "Exists"}, True),
-        ({"key": "dedicated", "operator": "Exists", "effect": "NoExecute"}, False),
-        ({"key": "other", "operator": "Exists"}, False),
-        ({"operator": "Exists"}, True),  # empty key with Exists tolerates everything
-        ({"operator": "Exists", "effect": "NoExecute"}, False),
-        ({"key": "dedicated", "operator": "Lt", "value": "gpu"}, False),
-    ],
-)
-def test_tolerates(toleration: dict[str, Any], expected: bool) -> None:
-    assert tolerates(toleration, TAINT) is expected
-
-
-def test_first_untolerated_taint_filters_effects() -> None:
-    taints = [Taint("a", "", "PreferNoSchedule"), Taint("b", "1", "NoExecute"), Taint("c", "", "NoSchedule")]
-    hard = frozenset({"NoSchedule", "NoExecute"})
-    assert first_untolerated_taint(taints, [], hard) == Taint("b", "1", "NoExecute")
-    assert first_untolerated_taint(taints, [{"key": "b", "operator": "Exists"}], hard) == Taint("c", "", "NoSchedule")
-    assert first_untolerated_taint(taints, [{"operator": "Exists"}], hard) is None
-    assert first_untolerated_taint(taints, [], None) == Taint("a", "", "PreferNoSchedule")
 
 
 @pytest.mark.parametrize(

@@ -28,12 +28,10 @@ from typing import Any, cast
 
 from extenders.canonical import canonical_json
 from extenders.labels import (
-    DO_NOT_SCHEDULE_EFFECTS,
     LabelMatcher,
     NodeMatcher,
     compile_label_selector,
     compile_required_node_affinity,
-    first_untolerated_taint,
 )
 from extenders.model import NodeInfo, PodInfo
 from extenders.plugins.framework import FIT, SKIP, Verdict
@@ -41,6 +39,7 @@ from extenders.plugins.pod_topology_spread.selectors import constraint_selector,
 from extenders.snapshot import Snapshot
 from extenders.snapshot.pod_query import PodQuery, namespace_query
 from extenders.snapshot.summary import Contribution
+from extenders.tolerations import DO_NOT_SCHEDULE_EFFECTS, first_untolerated_taint
 
 CONSTRAINTS_NOT_MATCH = "node(s) didn't match pod topology spread constraints"
 MISSING_LABEL = CONSTRAINTS_NOT_MATCH + " (missing required label)"

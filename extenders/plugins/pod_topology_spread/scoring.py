@@ -39,7 +39,6 @@ from extenders.labels import (
     compile_label_selector,
     compile_map_selector,
     compile_node_selector_terms,
-    first_untolerated_taint,
     required_node_affinity_terms,
 )
 from extenders.model import LabelKey, NodeInfo, PodInfo
@@ -50,6 +49,7 @@ from extenders.plugins.pod_topology_spread.selectors import constraint_selector,
 from extenders.snapshot import Snapshot
 from extenders.snapshot.pod_query import PodQuery, namespace_query
 from extenders.snapshot.summary import ClusterSummary, Contribution, infos_named
+from extenders.tolerations import first_untolerated_taint
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 ZONE_LABEL = "topology.kubernetes.io/zone"
