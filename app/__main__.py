@@ -15,7 +15,7 @@ from app.embedded_redis import EmbeddedRedis, EmbeddedRedisError, embedded_redis
 from app.logging_config import configure_logging
 from app.settings import SettingsError, env_name, load_settings, settings_help
 from app.tls import tls_files
-from extenders.redis_connect import cluster_refusal
+from extenders.sync.redis_connect import cluster_refusal
 
 
 def _exit_on_signal(signum: int, frame: object) -> None:

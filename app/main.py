@@ -25,11 +25,11 @@ from extenders.equivalence import CacheConfig, EquivalenceCache
 from extenders.equivalence.metrics import EquivalenceCollector
 from extenders.equivalence.shared import SharedConfig, SharedTier
 from extenders.gang import DEFAULT_LABELS, GangConfig, GangService, parse_label_pairs
-from extenders.instrumented_redis import InstrumentedRedis
 from extenders.kube.events import EventLimits
 from extenders.policy import load_policy
-from extenders.redis_connect import PoolOptions, RedisPool
 from extenders.runtime import ClusterRuntime, RuntimeConfig
+from extenders.sync.instrumented_redis import InstrumentedRedis
+from extenders.sync.redis_connect import PoolOptions, RedisPool
 
 log = logging.getLogger(__name__)
 

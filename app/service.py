@@ -18,7 +18,7 @@ from redis.exceptions import RedisError
 
 from app.kube_types import Node, Pod
 from app.wire import ExplainArgs, ExtenderArgs, ExtenderBindingArgs, ExtenderPreemptionArgs
-from extenders import convert, engine
+from extenders import engine
 from extenders.binding.service import BindService
 from extenders.equivalence import ClassMemo, EquivalenceCache
 from extenders.equivalence.shared import SharedTier
@@ -31,6 +31,7 @@ from extenders.preemption import process_preemption, to_wire
 from extenders.quantity import QuantityError
 from extenders.runtime import ClusterRuntime
 from extenders.snapshot import Snapshot
+from extenders.sync import convert
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from redis.asyncio.connection import parse_url
 
-from extenders.redis_connect import RedisTarget, parse_sentinels
+from extenders.sync.redis_connect import RedisTarget, parse_sentinels
 
 ENV_PREFIX = "EXTENDER_"
 

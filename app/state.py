@@ -15,8 +15,8 @@ from extenders.equivalence import EquivalenceCache
 from extenders.equivalence.shared import SharedTier
 from extenders.gang import GangService
 from extenders.policy import Policy
-from extenders.redis_connect import RedisPool
 from extenders.runtime import ClusterRuntime
+from extenders.sync.redis_connect import RedisPool
 
 
 @dataclass

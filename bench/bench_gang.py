@@ -288,7 +288,7 @@ async def coordination(size: int, redis_url: str) -> float:
     from extenders.binding.service import BindService
     from extenders.gang.config import GangConfig
     from extenders.gang.service import GangService
-    from extenders.store import Store
+    from extenders.sync.store import Store
     from tests.gang_support import LocalRuntime, RecordingKube, gpu_node, member, seed
 
     prefix = f"coord{secrets.token_hex(3)}"

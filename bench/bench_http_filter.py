@@ -46,9 +46,9 @@ sys.path.insert(0, str(REPO))
 from app.embedded_redis import EmbeddedRedis  # noqa: E402
 from devstack.proc import cpu_seconds, resident_mb  # noqa: E402
 from devstack.replica import ServerProcess  # noqa: E402
-from extenders.convert import node_facts, pod_info  # noqa: E402
-from extenders.redis_connect import PoolOptions, RedisPool, RedisTarget  # noqa: E402
-from extenders.store import Op, Store  # noqa: E402
+from extenders.sync.convert import node_facts, pod_info  # noqa: E402
+from extenders.sync.redis_connect import PoolOptions, RedisPool, RedisTarget  # noqa: E402
+from extenders.sync.store import Op, Store  # noqa: E402
 
 Json = dict[str, Any]
 BATCH = 500

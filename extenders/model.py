@@ -1,7 +1,7 @@
 """The scheduling view of pods and nodes: what kube-scheduler's NodeInfo aggregates.
 
-Plain data: ``extenders.convert`` builds it from Kubernetes objects and
-``extenders.records`` stores it in Redis.
+Plain data: ``extenders.sync.convert`` builds it from Kubernetes objects and
+``extenders.sync.records`` stores it in Redis.
 """
 
 from __future__ import annotations

@@ -21,17 +21,17 @@ import redis.asyncio as aredis
 from redis.exceptions import RedisError
 
 from extenders.aio import cancel_and_wait, raise_if_cancelling
-from extenders.cache import SnapshotCache
 from extenders.kube.client import KubeClient
 from extenders.kube.config import build_http_client
 from extenders.kube.events import EventLimits, EventRecorder
-from extenders.leader import LeaderElector
 from extenders.logs import FailureLog
 from extenders.model import NodeInfo
 from extenders.snapshot import Snapshot
-from extenders.store import Store
+from extenders.sync.cache import SnapshotCache
+from extenders.sync.leader import LeaderElector
+from extenders.sync.store import Store
+from extenders.sync.watcher import Watcher
 from extenders.telemetry import Telemetry
-from extenders.watcher import Watcher
 
 log = logging.getLogger(__name__)
 

@@ -6,13 +6,13 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from extenders.cache import SnapshotCache
-from extenders.convert import node_facts, pod_info
 from extenders.kube.client import KubeClient
 from extenders.kube.events import EventRecorder
 from extenders.model import PodInfo
 from extenders.snapshot import Snapshot
-from extenders.store import Op, Store
+from extenders.sync.cache import SnapshotCache
+from extenders.sync.convert import node_facts, pod_info
+from extenders.sync.store import Op, Store
 from extenders.telemetry import Telemetry
 from tests.fake_kube.client import make_node, make_pod
 

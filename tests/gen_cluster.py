@@ -2,7 +2,7 @@
 
 Values come from small pools so that selectors, taints, ports and topology domains collide
 often enough to exercise both outcomes of every predicate. ``build_snapshot`` turns a
-generated cluster into the engine's Snapshot through the engine's own conversion (``extenders.convert``).
+generated cluster into the engine's Snapshot through the engine's own conversion (``extenders.sync.convert``).
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from extenders.convert import node_facts, pod_info
 from extenders.model import NodeInfo, PodInfo
 from extenders.plugins.framework import FIT, SKIP, Verdict
 from extenders.plugins.registry import FILTERS
 from extenders.snapshot import Snapshot
+from extenders.sync.convert import node_facts, pod_info
 
 NAMESPACES = ("ns1", "ns2")
 ZONES = ("z1", "z2", "z3")

@@ -22,7 +22,6 @@ import httpx
 from redis.exceptions import RedisError
 
 from extenders import engine
-from extenders.convert import pod_info
 from extenders.kube.client import BindResult, BindStatus, KubeApiError, KubeClient
 from extenders.kube.events import EventRecorder
 from extenders.model import NodeInfo, PodInfo
@@ -31,7 +30,8 @@ from extenders.plugins.registry import CAPACITY_FILTERS, FILTERS
 from extenders.policy import Policy
 from extenders.quantity import QuantityError
 from extenders.snapshot import Snapshot
-from extenders.store import AssumeStatus, Store
+from extenders.sync.convert import pod_info
+from extenders.sync.store import AssumeStatus, Store
 from extenders.telemetry import Telemetry
 
 log = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ from extenders import lua
 from extenders.gang.config import GangConfig
 from extenders.kube.requeue import PodRef
 from extenders.model import PodInfo
-from extenders.records import reserved_pod
+from extenders.sync.records import reserved_pod
 
 _SCRIPTS = (
     "gang_filter",

@@ -1,4 +1,4 @@
--- Shared by every snapshot-writing script (prepended by extenders/store.py).
+-- Shared by every snapshot-writing script (prepended by extenders/sync/store.py).
 -- ARGV[1] is the key prefix. Every script that changes the snapshot bumps the cluster
 -- generation at most once, and stamps each node / item it changed with that generation.
 local P = ARGV[1]

@@ -12,9 +12,9 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.settings import Settings
-from extenders import convert
 from extenders.equivalence import cache as equivalence_cache
 from extenders.equivalence import classes
+from extenders.sync import convert
 from tests.http.test_verbs import node, pod
 
 

@@ -32,7 +32,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from extenders.store import Store
+from extenders.sync.store import Store
 from tests.fake_kube.client import make_pod
 from tests.gang_support import gpu_node, member, seed
 from tests.plugins.servers import ServerProcess

@@ -19,9 +19,9 @@ import httpx
 import pytest
 import redis.asyncio as aredis
 
-from extenders.convert import node_facts, pod_info
 from extenders.policy import Policy, default_policy
-from extenders.store import Op, Store
+from extenders.sync.convert import node_facts, pod_info
+from extenders.sync.store import Op, Store
 from tests import reference_scheduler
 from tests.gen_cluster import MISSING_NODE, Cluster, candidate_names, gen_cluster, gen_incoming_pod
 from tests.plugins.servers import StartServer

@@ -10,7 +10,7 @@ import pytest
 import redis.asyncio as aredis
 
 from extenders.model import NodeFacts
-from extenders.store import Op, Store
+from extenders.sync.store import Op, Store
 from tests.plugins.servers import ServerProcess, StartServer
 
 pytestmark = pytest.mark.integration

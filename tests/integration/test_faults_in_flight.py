@@ -19,7 +19,7 @@ import pytest
 import redis.asyncio as aredis
 
 from app.embedded_redis import EmbeddedRedis
-from extenders.store import Store
+from extenders.sync.store import Store
 from tests.fake_kube.client import make_node, make_pod
 from tests.gang_support import GPU, gpu_node, member
 from tests.plugins.fake_kube import FakeKube

@@ -29,7 +29,7 @@ import trustme
 
 from app.embedded_redis import free_port
 from devstack.replica import REPO
-from extenders.redis_connect import PoolOptions, RedisPool, RedisTarget, UnsupportedRedisError, cluster_refusal
+from extenders.sync.redis_connect import PoolOptions, RedisPool, RedisTarget, UnsupportedRedisError, cluster_refusal
 from tests.fake_kube.client import make_node, make_pod
 from tests.plugins.fake_kube import FakeKube
 from tests.plugins.redis_replication import RedisNode, SentinelSet, StartNode, TlsFiles, wait_replicated

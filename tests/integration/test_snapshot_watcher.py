@@ -10,13 +10,13 @@ import pytest
 import redis.asyncio as aredis
 
 from extenders.aio import cancel_and_wait
-from extenders.cache import SnapshotCache
 from extenders.kube.client import PODGROUP_GROUP_VERSION, BindStatus, KubeClient
 from extenders.kube.config import build_http_client
 from extenders.kube.requeue import ERROR_RETRY_PER_SECOND, REQUEUE_ANNOTATION
 from extenders.snapshot import Snapshot
-from extenders.store import Store
-from extenders.watcher import Watcher
+from extenders.sync.cache import SnapshotCache
+from extenders.sync.store import Store
+from extenders.sync.watcher import Watcher
 from tests.fake_kube.client import (
     make_namespace,
     make_node,

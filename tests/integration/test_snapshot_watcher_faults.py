@@ -12,12 +12,12 @@ import pytest
 import redis.asyncio as aredis
 
 from extenders.aio import cancel_and_wait
-from extenders.cache import SnapshotCache
-from extenders.convert import node_facts
 from extenders.kube.client import KubeClient
 from extenders.kube.config import build_http_client
-from extenders.store import Store
-from extenders.watcher import Watcher
+from extenders.sync.cache import SnapshotCache
+from extenders.sync.convert import node_facts
+from extenders.sync.store import Store
+from extenders.sync.watcher import Watcher
 from tests.fake_kube.client import (
     make_namespace,
     make_node,
@@ -63,7 +63,7 @@ async def test_podgroups_forbidden_by_rbac_still_watches_nodes_and_pods(
     fake_kube.client.create(make_pod("p1", cpu="100m", node_name="n1"))
     fake_kube.client.create(make_podgroup("gang", min_member=2))
     fake_kube.client.add_fault(403, match="podgroups", count=None, message="podgroups is forbidden")
-    caplog.set_level(logging.WARNING, logger="extenders.watcher")
+    caplog.set_level(logging.WARNING, logger="extenders.sync.watcher")
     watcher, task = await start(kube, store, optional_recheck_seconds=0.2)
     try:
         await eventually(store.synced)
@@ -88,7 +88,7 @@ async def test_namespaces_and_claims_forbidden_by_rbac_still_sync_and_are_watche
     fake_kube.client.create(make_pvc("solo", "team-a", ["ReadWriteOncePod"]))
     fake_kube.client.add_fault(403, match="/api/v1/namespaces?", count=None, message="namespaces is forbidden")
     fake_kube.client.add_fault(403, match="/api/v1/persistentvolumeclaims", count=None, message="pvcs is forbidden")
-    caplog.set_level(logging.WARNING, logger="extenders.watcher")
+    caplog.set_level(logging.WARNING, logger="extenders.sync.watcher")
     watcher, task = await start(kube, store, optional_recheck_seconds=0.2)
     try:
         await eventually(store.synced)  # nodes, pods and PDBs are enough to be synced
@@ -121,7 +121,7 @@ async def test_services_and_replicasets_denied_still_sync_and_are_watched_once_g
     fake_kube.client.create(make_workload("StatefulSet", "db", "shop"))
     fake_kube.client.add_fault(401, match="/api/v1/services", count=None, message="Unauthorized")
     fake_kube.client.add_fault(403, match="/apis/apps/v1/replicasets", count=None, message="forbidden")
-    caplog.set_level(logging.WARNING, logger="extenders.watcher")
+    caplog.set_level(logging.WARNING, logger="extenders.sync.watcher")
     watcher, task = await start(kube, store, optional_recheck_seconds=0.2)
     try:
         await eventually(store.synced)
@@ -156,7 +156,7 @@ async def test_a_malformed_object_is_skipped_not_a_crash(
     bad = make_node("bad-node")
     bad["spec"]["taints"] = ["not-a-taint"]  # conversion raises AttributeError
     fake_kube.client.create(bad)
-    caplog.set_level(logging.WARNING, logger="extenders.watcher")
+    caplog.set_level(logging.WARNING, logger="extenders.sync.watcher")
     watcher, task = await start(kube, store)
     try:
         await eventually(store.synced)

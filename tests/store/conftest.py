@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import redis.asyncio as aredis
 
-from extenders.store import Store
+from extenders.sync.store import Store
 
 
 class RoundTrips:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from extenders.model import NodeFacts, PodInfo
-from extenders.store import Store
+from extenders.sync.store import Store
 
 
 def node(name: str, rv: str = "1", cpu: int = 4000, **kw: Any) -> NodeFacts:

@@ -9,11 +9,11 @@ import random
 
 import pytest
 
-from extenders.cache import GC_FREEZE_MIN_PODS, SnapshotCache
 from extenders.model import ControllerInfo, NamespaceInfo, NodeFacts, PDBInfo, PodGroupInfo, PVCInfo, ServiceInfo
-from extenders.records import CONTROLLER, NAMESPACE, NODE, PDB, PODGROUP, PVC, SERVICE
 from extenders.snapshot import Snapshot
-from extenders.store import CatchUp, Op, Store
+from extenders.sync.cache import GC_FREEZE_MIN_PODS, SnapshotCache
+from extenders.sync.records import CONTROLLER, NAMESPACE, NODE, PDB, PODGROUP, PVC, SERVICE
+from extenders.sync.store import CatchUp, Op, Store
 from tests.store.conftest import RoundTrips
 from tests.store.helpers import node, pod
 

@@ -18,11 +18,11 @@ import pytest
 import redis.asyncio as aredis
 
 from extenders import engine
-from extenders.cache import SnapshotCache
 from extenders.equivalence import CacheConfig, EquivalenceCache
 from extenders.model import PodInfo
 from extenders.policy import default_policy
-from extenders.store import Op, Store
+from extenders.sync.cache import SnapshotCache
+from extenders.sync.store import Op, Store
 from tests.unit.equivalence.test_never_stale import APPS, _facts, _pod
 
 

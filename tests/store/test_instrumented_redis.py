@@ -8,8 +8,8 @@ import pytest
 from redis.asyncio import ConnectionPool
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from extenders.instrumented_redis import InstrumentedRedis
-from extenders.store import Store
+from extenders.sync.instrumented_redis import InstrumentedRedis
+from extenders.sync.store import Store
 from extenders.telemetry import Telemetry
 
 

@@ -6,8 +6,8 @@ import asyncio
 import itertools
 import time
 
-from extenders.leader import LeaderElector
-from extenders.store import Store
+from extenders.sync.leader import LeaderElector
+from extenders.sync.store import Store
 
 
 async def test_failing_work_restarts_with_growing_delays_and_the_lease_is_kept(store: Store) -> None:

@@ -11,7 +11,7 @@ import yaml
 
 from extenders.kube.config import KubeConfigError, build_http_client, find_kubeconfig
 from extenders.runtime import ClusterRuntime, RuntimeConfig, node_document
-from extenders.store import Op
+from extenders.sync.store import Op
 from tests.store.helpers import node, pod
 
 

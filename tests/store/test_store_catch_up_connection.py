@@ -9,8 +9,8 @@ from collections.abc import AsyncIterator
 import pytest
 import redis.asyncio as aredis
 
-from extenders.redis_connect import PoolOptions, RedisPool, RedisTarget
-from extenders.store import CatchUp, Op, Store
+from extenders.sync.redis_connect import PoolOptions, RedisPool, RedisTarget
+from extenders.sync.store import CatchUp, Op, Store
 from tests.store.helpers import node
 
 

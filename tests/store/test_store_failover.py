@@ -21,9 +21,9 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from extenders.binding.binder import Binder, BindTarget
-from extenders.cache import SnapshotCache
-from extenders.redis_connect import PoolOptions, RedisPool, RedisTarget
-from extenders.store import FencedError, Op, Store
+from extenders.sync.cache import SnapshotCache
+from extenders.sync.redis_connect import PoolOptions, RedisPool, RedisTarget
+from extenders.sync.store import FencedError, Op, Store
 from tests.gang_support import LocalRuntime, RecordingKube, gpu_node, member, seed
 from tests.plugins.redis_replication import ReplicatedRedis, SentinelSet, wait_replicated
 from tests.store.helpers import node
@@ -122,7 +122,7 @@ async def test_a_new_history_starts_only_when_another_server_process_served_the_
     assert await store.store_id() == term.store_id and await store.leader() == "a"
 
     await redis_async.set(f"{redis_prefix}:server", "run-id-of-the-primary-before")
-    with caplog.at_level(logging.WARNING, logger="extenders.redis_connect"):
+    with caplog.at_level(logging.WARNING, logger="extenders.sync.redis_connect"):
         await client(pools, target, redis_prefix).ping()
     assert await store.store_id() != term.store_id and await store.leader() is None
     assert await redis_async.get(f"{redis_prefix}:server") == run_id.encode()
@@ -178,7 +178,7 @@ async def test_a_user_without_info_gets_working_connections_and_no_history_check
     )
     try:
         url = redis_url.replace("redis://", f"redis://{user}:{password}@", 1)
-        with caplog.at_level(logging.WARNING, logger="extenders.redis_connect"):
+        with caplog.at_level(logging.WARNING, logger="extenders.sync.redis_connect"):
             limited = client(pools, RedisTarget(url=url), redis_prefix)
             await limited.set(f"{redis_prefix}:probe", "1")
             # Each reply is the one asked for: the refused INFO left nothing behind on the connection.

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from extenders.leader import LeaderElector
-from extenders.store import FencedError, Op, Store
+from extenders.sync.leader import LeaderElector
+from extenders.sync.store import FencedError, Op, Store
 from tests.store.helpers import dump, node, pod
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import redis.asyncio as aredis
 
-from extenders.cache import SnapshotCache
-from extenders.store import FencedError, Op, Store
+from extenders.sync.cache import SnapshotCache
+from extenders.sync.store import FencedError, Op, Store
 from tests.store.helpers import node, pod
 
 

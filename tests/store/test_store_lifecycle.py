@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from extenders.store import AssumeStatus, Op, Store
+from extenders.sync.store import AssumeStatus, Op, Store
 from tests.store.helpers import dump, node, pending, pod, pods_on
 
 

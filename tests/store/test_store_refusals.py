@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 
-from extenders.store import AssumeStatus, Op, Store
+from extenders.sync.store import AssumeStatus, Op, Store
 from tests.store.helpers import node, pod
 
 WINDOW = 0.5

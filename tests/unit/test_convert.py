@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from extenders.convert import controller_info, node_facts, pod_info, service_info
 from extenders.model import ControllerInfo, Owner, ServiceInfo, Taint
+from extenders.sync.convert import controller_info, node_facts, pod_info, service_info
 from tests.unit.k8s_objects import full_pod, node_object
 
 GI = 2**30

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from extenders import engine
-from extenders.convert import pod_info
 from extenders.model import ControllerInfo, PodInfo, ServiceInfo
 from extenders.plugins.framework import ScoringContext
 from extenders.plugins.inter_pod_affinity.scoring import own_queries
@@ -17,6 +16,7 @@ from extenders.plugins.registry import SCORERS
 from extenders.policy import Policy, default_policy, parse_policy
 from extenders.snapshot import Snapshot
 from extenders.snapshot.pod_query import PodQuery
+from extenders.sync.convert import pod_info
 from tests import reference_scheduler
 from tests.gen_cluster import APPS, TIERS, Cluster, build_snapshot, candidate_names, gen_cluster, gen_incoming_pod
 

@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from extenders.convert import node_facts, pdb_info, pod_info
 from extenders.gang import gang_of_for
 from extenders.model import NodeInfo, PodInfo
 from extenders.pdb import DisruptionBudgets, pdb_matches, split_by_pdb_violation
@@ -31,6 +30,7 @@ from extenders.preemption import (
 )
 from extenders.preemption import process_preemption as _process_preemption
 from extenders.snapshot import Snapshot
+from extenders.sync.convert import node_facts, pdb_info, pod_info
 from tests.wire_captures import load_capture
 
 GPU = "example.com/gpu"

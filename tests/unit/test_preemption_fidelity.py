@@ -19,13 +19,13 @@ import orjson
 import pytest
 
 from extenders import engine
-from extenders.convert import pdb_info, pod_info
 from extenders.equivalence import EquivalenceCache
 from extenders.model import NodeInfo, PodInfo
 from extenders.pdb import DisruptionBudgets
 from extenders.policy import default_policy
-from extenders.records import PDB, POD, reserved_pod
 from extenders.snapshot import Snapshot, index_nominated, patch_nominated
+from extenders.sync.convert import pdb_info, pod_info
+from extenders.sync.records import PDB, POD, reserved_pod
 from tests.unit.test_preemption import Json, names, node, pdb, pod, process_preemption, snapshot, uids
 
 POLICY = default_policy()

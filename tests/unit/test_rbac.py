@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 
 from extenders.kube.client import KubeClient
-from extenders.watcher import OPTIONAL_RESOURCES, REQUIRED_RESOURCES
+from extenders.sync.watcher import OPTIONAL_RESOURCES, REQUIRED_RESOURCES
 
 RBAC = Path(__file__).resolve().parents[2] / "deploy" / "base" / "rbac.yaml"
 

@@ -7,7 +7,8 @@ import dataclasses
 import orjson
 import pytest
 
-from extenders.convert import (
+from extenders.model import Owner, PodInfo
+from extenders.sync.convert import (
     controller_info,
     namespace_info,
     node_facts,
@@ -17,8 +18,7 @@ from extenders.convert import (
     pvc_info,
     service_info,
 )
-from extenders.model import Owner, PodInfo
-from extenders.records import (
+from extenders.sync.records import (
     CONTROLLER,
     NAMESPACE,
     NODE,

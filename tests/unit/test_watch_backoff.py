@@ -8,8 +8,8 @@ import statistics
 from typing import cast
 
 from extenders.kube.client import KubeClient
-from extenders.store import Store
-from extenders.watcher import Watcher
+from extenders.sync.store import Store
+from extenders.sync.watcher import Watcher
 
 
 def watcher() -> Watcher:

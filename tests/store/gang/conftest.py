@@ -11,7 +11,7 @@ import redis.asyncio as aredis
 from extenders.binding.service import BindService
 from extenders.gang.config import GangConfig
 from extenders.gang.service import GangService
-from extenders.store import Store
+from extenders.sync.store import Store
 from tests.gang_support import LocalRuntime, RecordingKube
 from tests.store.gang.replicas import Factory, Replica
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from extenders.gang.eviction import GangEviction
-from extenders.store import Op
+from extenders.sync.store import Op
 from tests.gang_support import apply, bound_copy, gpu_node, member
 from tests.store.gang.replicas import Factory, kube_of, setup
 

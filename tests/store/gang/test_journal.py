@@ -9,7 +9,7 @@ import redis.asyncio as aredis
 
 from extenders.aio import cancel_and_wait
 from extenders.gang.journal import ADMITTED, PERMITTED, REJECTED, Decision, GangJournal
-from extenders.store import Store
+from extenders.sync.store import Store
 from tests.gang_support import gpu_node, seed
 from tests.store.gang.test_state import arrive, gangs, pods
 from tests.waiting import eventually

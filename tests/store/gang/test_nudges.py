@@ -14,7 +14,7 @@ import redis.asyncio as aredis
 
 from extenders.gang.state import ArriveStatus, FilterStatus, GangStore
 from extenders.model import PodInfo
-from extenders.store import Store
+from extenders.sync.store import Store
 from tests.gang_support import gpu_node, seed
 from tests.store.gang.test_state import arrive, gangs, pods
 

@@ -7,7 +7,7 @@ import pytest
 import redis.asyncio as aredis
 
 from extenders.gang.state import ArriveStatus, FilterStatus
-from extenders.store import Store
+from extenders.sync.store import Store
 from tests.gang_support import gpu_node, seed
 from tests.store.gang.test_nudges import me
 from tests.store.gang.test_state import arrive, gangs, pods

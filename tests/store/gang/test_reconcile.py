@@ -12,11 +12,11 @@ from typing import Any
 
 import orjson
 
-from extenders.convert import pod_info, podgroup_info
 from extenders.gang.reconcile import GangReconciler
 from extenders.model import PodGroupInfo
 from extenders.snapshot import Snapshot
-from extenders.store import Op
+from extenders.sync.convert import pod_info, podgroup_info
+from extenders.sync.store import Op
 from tests.gang_support import GANG_LABEL, RecordingKube, apply, gpu_node, member
 from tests.store.gang.replicas import Factory, Replica, kube_of, setup, target
 from tests.waiting import eventually

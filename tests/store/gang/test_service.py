@@ -9,8 +9,8 @@ from typing import Any
 
 import redis.asyncio as aredis
 
-from extenders.convert import pod_info
-from extenders.store import Op, Store
+from extenders.sync.convert import pod_info
+from extenders.sync.store import Op, Store
 from tests.gang_support import GPU, LocalRuntime, RecordingKube, apply, bound_copy, gpu_node, member, seed
 from tests.store.gang.replicas import Factory, kube_of, setup, target, wait_for
 from tests.waiting import eventually

@@ -8,11 +8,11 @@ import orjson
 import pytest
 import redis.asyncio as aredis
 
-from extenders.convert import pod_info
 from extenders.gang.config import GangConfig
 from extenders.gang.state import ArriveResult, ArriveStatus, FilterStatus, GangStore
 from extenders.model import PodInfo
-from extenders.store import Op, Store
+from extenders.sync.convert import pod_info
+from extenders.sync.store import Op, Store
 from tests.gang_support import apply, gpu_node, member, seed
 
 

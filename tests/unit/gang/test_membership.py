@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from extenders.convert import node_facts, pod_info
 from extenders.gang.config import GangConfig, parse_label_pairs
 from extenders.gang.filter import capacity_shortfall, needed_requests
 from extenders.gang.membership import GangIndex, gang_of, gang_of_for, gang_ref
 from extenders.model import NodeInfo, PodGroupInfo, PodInfo
 from extenders.snapshot import Snapshot
+from extenders.sync.convert import node_facts, pod_info
 from tests.fake_kube.client import make_pod
 from tests.gang_support import GPU, gpu_node, member
 

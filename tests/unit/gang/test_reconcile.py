@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from extenders.convert import node_facts, pod_info
 from extenders.gang.membership import GangIndex
 from extenders.gang.reconcile import Action, plan
 from extenders.gang.state import GangBrief
 from extenders.model import NodeInfo, PodGroupInfo, PodInfo
 from extenders.snapshot import Snapshot
+from extenders.sync.convert import node_facts, pod_info
 from tests.gang_support import gpu_node, member
 
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from extenders.convert import pod_info
 from extenders.gang.membership import GangMembers, gang_ref
 from extenders.gang.state import GangRecord
 from extenders.gang.status import gang_document
+from extenders.sync.convert import pod_info
 from tests.gang_support import member
 
 

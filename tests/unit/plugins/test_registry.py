@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from extenders.convert import node_facts, pod_info
 from extenders.model import NodeInfo, PodInfo
 from extenders.plugins.framework import MAX_PRIORITY, ScoringContext
 from extenders.plugins.registry import SCORERS
 from extenders.snapshot import Snapshot
+from extenders.sync.convert import node_facts, pod_info
 
 NAMES = {
     "LeastRequested",

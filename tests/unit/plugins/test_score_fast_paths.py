@@ -8,9 +8,9 @@ from collections import Counter
 
 import pytest
 
-from extenders.convert import pod_info
 from extenders.plugins.framework import ScoringContext
 from extenders.plugins.registry import SCORERS
+from extenders.sync.convert import pod_info
 from tests.gen_cluster import build_snapshot, gen_cluster, gen_incoming_pod
 
 WEIGHTS = ({"cpu": 1, "memory": 1}, {"cpu": 2, "memory": 1, "ephemeral-storage": 1}, {"memory": 3})

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from extenders.convert import pod_info
 from extenders.gang import gang_of_for
 from extenders.gang.eviction import GangEviction
 from extenders.policy import default_policy
 from extenders.preemption import RULE_GANG_NOT_BEST, RULE_GANG_NOT_LOWER, Preemption, process_preemption
 from extenders.snapshot import Snapshot
+from extenders.sync.convert import pod_info
 from tests.unit.test_preemption import PREEMPTOR, gang_pod, names, node, pdb, pod, snapshot
 
 POLICY = default_policy()

@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
-from extenders.convert import node_facts, pod_info
 from extenders.labels import NAMESPACE_NAME_LABEL
 from extenders.model import NamespaceInfo, NodeInfo, PodInfo
 from extenders.plugins.framework import ScoringContext
 from extenders.plugins.registry import SCORERS
 from extenders.snapshot import Snapshot
+from extenders.sync.convert import node_facts, pod_info
 from tests.unit.plugins.scoring import HOST, ZONE
 from tests.unit.plugins.scoring import run as score
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from extenders.convert import node_facts, pod_info
 from extenders.model import NodeInfo, PodInfo
+from extenders.sync.convert import node_facts, pod_info
 
 GPU = "example.com/gpu"
 

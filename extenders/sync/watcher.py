@@ -26,17 +26,6 @@ import orjson
 from redis.exceptions import RedisError
 
 from extenders.aio import raise_if_cancelling
-from extenders.convert import (
-    controller_info,
-    namespace_info,
-    node_facts,
-    object_key,
-    pdb_info,
-    pod_info,
-    podgroup_info,
-    pvc_info,
-    service_info,
-)
 from extenders.kube.client import PODGROUPS_PATH, GoneError, KubeApiError, KubeClient
 from extenders.kube.requeue import (
     ERROR_RETRY_MAX_SECONDS,
@@ -50,7 +39,18 @@ from extenders.kube.requeue import (
     scheduling_error,
 )
 from extenders.quantity import QuantityError
-from extenders.store import FencedError, Op, Store
+from extenders.sync.convert import (
+    controller_info,
+    namespace_info,
+    node_facts,
+    object_key,
+    pdb_info,
+    pod_info,
+    podgroup_info,
+    pvc_info,
+    service_info,
+)
+from extenders.sync.store import FencedError, Op, Store
 from extenders.telemetry import Telemetry
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,7 @@ from redis.exceptions import RedisError
 
 from extenders.aio import cancel_and_wait, raise_if_cancelling
 from extenders.logs import FailureLog
-from extenders.store import FencedError, Lease, Store
+from extenders.sync.store import FencedError, Lease, Store
 from extenders.telemetry import Telemetry
 
 log = logging.getLogger(__name__)

@@ -4,7 +4,7 @@ Every consistent change is one Lua script (``extenders/lua/*.lua``), so a reader
 pod half-moved, and each script bumps the cluster generation at most once.
 
 Key layout, all under the prefix ``P`` (one Redis, or the primary Sentinel names; a Redis Cluster
-node is refused, see ``extenders/redis_connect.py`` and docs/ARCHITECTURE.md, Redis topologies):
+node is refused, see ``extenders/sync/redis_connect.py`` and docs/ARCHITECTURE.md, Redis topologies):
 
 ``P:gen``             cluster generation (INCR once per changing script)
 ``P:nodes``           zset node name -> generation of its last change (tombstones stay: hash gone)
@@ -41,7 +41,7 @@ node is refused, see ``extenders/redis_connect.py`` and docs/ARCHITECTURE.md, Re
                       counter reaches its epoch again
 ``P:server``          run id of the Redis server process that last served these keys; a new
                       connection to another one (a failover) sets a new ``P:storeid`` and drops the
-                      lease (``extenders/redis_connect.py``, ``lua/history.lua``)
+                      lease (``extenders/sync/redis_connect.py``, ``lua/history.lua``)
 ``P:acks``            counter written just before ``WAIT`` (``Store.replicated``), so the wait
                       covers everything written before it on any connection
 """
@@ -71,7 +71,7 @@ from extenders.model import (
     PVCInfo,
     ServiceInfo,
 )
-from extenders.records import (
+from extenders.sync.records import (
     CONTROLLER,
     NAMESPACE,
     NODE,
@@ -247,7 +247,7 @@ class LeaseAttempt:
 
 @dataclass(slots=True)
 class CatchUp:
-    """A replica's raw delta, decoded by ``extenders.cache``."""
+    """A replica's raw delta, decoded by ``extenders.sync.cache``."""
 
     generation: int
     reload: bool = False  # also set when the store id changed since this Store last saw it

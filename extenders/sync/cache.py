@@ -23,7 +23,8 @@ from hashlib import blake2b
 from typing import TypeVar
 
 from extenders.model import NodeInfo, PDBInfo, PodInfo
-from extenders.records import (
+from extenders.snapshot import Snapshot, patch_nominated
+from extenders.sync.records import (
     PDB,
     POD,
     controller_from,
@@ -33,8 +34,7 @@ from extenders.records import (
     pvc_from,
     service_from,
 )
-from extenders.snapshot import Snapshot, patch_nominated
-from extenders.store import CatchUp, Store
+from extenders.sync.store import CatchUp, Store
 from extenders.telemetry import Telemetry
 
 log = logging.getLogger(__name__)
