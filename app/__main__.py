@@ -1,6 +1,6 @@
 """``python -m app``: run one replica; with no Redis and no Kubernetes API configured, start a private Redis.
 
-HTTPS, mutual TLS and the plain-HTTP health port come from settings (see app.tls, app.serving).
+HTTPS, mutual TLS and the plain-HTTP health port come from settings (see app.serving).
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import signal
 import sys
 from importlib.metadata import PackageNotFoundError, version
 
-from app.embedded_redis import EmbeddedRedis, EmbeddedRedisError, embedded_redis_refusal
-from app.logging_config import configure_logging
+from app.serving.embedded_redis import EmbeddedRedis, EmbeddedRedisError, embedded_redis_refusal
+from app.serving.logging_config import configure_logging
+from app.serving.tls import tls_files
 from app.settings import SettingsError, env_name, load_settings, settings_help
-from app.tls import tls_files
 from extenders.sync.redis_connect import cluster_refusal
 
 
@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         # Imported late: a policy error should come after logging is set.
         from app.main import create_app
-        from app.serving import HEALTH_PORT, listen_socket, serve
+        from app.serving.listeners import HEALTH_PORT, listen_socket, serve
 
         try:
             application = create_app(settings, redis_embedded=embedded is not None)

@@ -11,7 +11,8 @@ from pydantic import BaseModel
 from redis.exceptions import RedisError
 
 from app.responses import JSONAnswer
-from app.service import BadRequest, SnapshotUnavailable
+from app.translate import BadRequest
+from extenders.scheduling import SnapshotUnavailable, Unevaluable
 
 
 class ErrorAnswer(BaseModel):
@@ -59,7 +60,8 @@ async def validation_error(request: Request, exc: Exception) -> JSONAnswer:
 
 
 async def bad_request(request: Request, exc: Exception) -> JSONAnswer:
-    """Well-formed JSON of the right shape that says something impossible (a bad quantity)."""
+    """Well-formed JSON of the right shape that says something impossible (a bad quantity, a pod the
+    policy cannot evaluate)."""
     return JSONAnswer({"detail": str(exc)}, status_code=422)
 
 
@@ -72,6 +74,7 @@ async def unavailable(request: Request, exc: Exception) -> JSONAnswer:
 HANDLERS: dict[type[Exception], Callable[[Request, Exception], Awaitable[JSONAnswer]]] = {
     RequestValidationError: validation_error,
     BadRequest: bad_request,
+    Unevaluable: bad_request,
     SnapshotUnavailable: unavailable,
     RedisError: unavailable,
 }

@@ -1,12 +1,13 @@
 """Process settings, read from ``EXTENDER_*`` environment variables (and KUBECONFIG).
 
 One place lists every knob with its default, so the README's configuration reference
-and the code cannot disagree.
+and the code cannot disagree, and hands each part of the domain its own typed config.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import socket
 from typing import Literal
 from urllib.parse import urlsplit
@@ -15,7 +16,12 @@ from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from redis.asyncio.connection import parse_url
 
-from extenders.sync.redis_connect import RedisTarget, parse_sentinels
+from extenders.equivalence import CacheConfig
+from extenders.equivalence.shared import SharedConfig
+from extenders.gang.config import DEFAULT_LABELS, GangConfig, parse_label_pairs
+from extenders.kube.events import EventLimits
+from extenders.runtime import RuntimeConfig
+from extenders.sync.redis_connect import PoolOptions, RedisTarget, parse_sentinels
 
 ENV_PREFIX = "EXTENDER_"
 
@@ -174,6 +180,74 @@ class Settings(BaseSettings):
             sentinels=parse_sentinels(self.redis_sentinels) if self.redis_sentinels else (),
             sentinel_master=self.redis_sentinel_master,
             sentinel_password=self.redis_sentinel_password,
+        )
+
+    @property
+    def pool_options(self) -> PoolOptions:
+        """The Redis pool's options; connections are named after the replica, so CLIENT LIST shows whose they are."""
+        return PoolOptions(
+            max_connections=self.redis_max_connections,
+            timeout=self.redis_timeout_seconds,
+            history_prefix=self.redis_prefix,
+            client_name=re.sub(r"[^A-Za-z0-9._:-]", "_", f"kube-gang-extender:{self.replica_id}"),
+        )
+
+    @property
+    def event_limits(self) -> EventLimits:
+        return EventLimits(qps=self.events_qps, burst=self.events_burst)
+
+    @property
+    def runtime_config(self) -> RuntimeConfig:
+        return RuntimeConfig(
+            prefix=self.redis_prefix,
+            replica_id=self.replica_id,
+            lease_seconds=self.lease_seconds,
+            assumed_ttl_seconds=self.assumed_ttl_seconds,
+            kube_mode=self.kube_mode,
+            kube_url=self.kube_url,
+            kube_token=self.kube_token,
+            kube_transport=self.kube_transport,
+            kube_timeout_seconds=self.kube_timeout_seconds,
+            events=self.events,
+            event_limits=self.event_limits,
+            min_replicas_ack=self.redis_min_replicas_ack,
+            replicas_ack_timeout_seconds=self.redis_ack_timeout_seconds,
+        )
+
+    @property
+    def gang_config(self) -> GangConfig:
+        """ValueError when ``gang_labels`` is not of the form name-key=min-key,..."""
+        return GangConfig(
+            window_seconds=self.gang_window_seconds,
+            cooldown_seconds=self.gang_cooldown_seconds,
+            cooldown_max_seconds=self.gang_cooldown_max_seconds,
+            max_assembling=self.gang_max_assembling,
+            arrival_lease_seconds=self.gang_arrival_lease_seconds,
+            idle_seconds=self.gang_idle_seconds,
+            queue_idle_seconds=self.gang_queue_idle_seconds,
+            poll_interval_seconds=self.gang_poll_interval_seconds,
+            sweep_interval_seconds=self.gang_sweep_interval_seconds,
+            assumed_ttl_seconds=self.assumed_ttl_seconds,
+            labels=parse_label_pairs(self.gang_labels) if self.gang_labels else DEFAULT_LABELS,
+        )
+
+    @property
+    def cache_config(self) -> CacheConfig:
+        """The equivalence cache in this replica's memory."""
+        return CacheConfig(
+            enabled=self.equivalence_cache,
+            max_classes=self.equivalence_cache_classes,
+            max_entries=self.equivalence_cache_entries,
+            ttl_seconds=self.equivalence_cache_ttl_seconds,
+        )
+
+    @property
+    def shared_config(self) -> SharedConfig:
+        """The equivalence cache's tier in Redis: the same cap and TTL as in memory."""
+        return SharedConfig(
+            enabled=self.equivalence_cache_shared,
+            max_classes=self.equivalence_cache_classes,
+            ttl_seconds=self.equivalence_cache_ttl_seconds,
         )
 
 

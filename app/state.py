@@ -9,13 +9,13 @@ import redis.asyncio as aredis
 from fastapi import Request
 
 from app.metrics import Metrics
-from app.service import Scheduler
 from app.settings import Settings
 from extenders.equivalence import EquivalenceCache
 from extenders.equivalence.shared import SharedTier
 from extenders.gang import GangService
 from extenders.policy import Policy
 from extenders.runtime import ClusterRuntime
+from extenders.scheduling import Scheduler
 from extenders.sync.redis_connect import RedisPool
 
 

@@ -37,7 +37,7 @@ from typing import Any
 
 import httpx
 
-from app.embedded_redis import EmbeddedRedis, die_with_parent, free_port, stop_process
+from app.serving.embedded_redis import EmbeddedRedis, die_with_parent, free_port, stop_process
 from devstack.controlplane import ControlPlane, KubeScheduler, extender_entries, running_control_plane
 from devstack.kube import Kube, resources, wait_for
 from devstack.proc import cpu_seconds

@@ -2,10 +2,10 @@
 
 This VM's speed drifts by 15-30% within minutes, more than most engine changes move; timing both
 engines on the same snapshot and candidates, alternating which goes first, cancels the drift. The
-other tree's ``extenders/engine.py`` is loaded under another module name against this tree's plug-ins
-and snapshot, so only changes inside ``engine.py`` are compared. Each engine has its own equivalence
-cache (warm class; every call's candidates are first seen by both engines untimed). Answers must be
-equal.
+other tree's engine (``extenders/engine/``, or ``extenders/engine.py`` in older trees) is loaded
+against this tree's plug-ins and snapshot, so only changes inside the engine are compared. Each
+engine has its own equivalence cache (warm class; every call's candidates are first seen by both
+engines untimed). Answers must be equal.
 
     python bench/bench_engine_ab.py OTHER_TREE [--nodes 5000] [--pods-per-node 20] [--candidates 500]
         [--iterations 3000]
@@ -38,13 +38,33 @@ from extenders.policy import default_policy  # noqa: E402
 
 
 def load_engine(tree: Path) -> ModuleType:
-    path = tree / "extenders" / "engine.py"
-    spec = importlib.util.spec_from_file_location("engine_under_comparison", path)
-    if spec is None or spec.loader is None:
-        raise SystemExit(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
+    package = tree / "extenders" / "engine"
+    if not package.is_dir():
+        path = tree / "extenders" / "engine.py"
+        spec = importlib.util.spec_from_file_location("engine_under_comparison", path)
+        if spec is None or spec.loader is None:
+            raise SystemExit(f"cannot load {path}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # dataclasses look their module up
+        spec.loader.exec_module(module)
+        return module
+    # The package's modules import one another as ``extenders.engine.*``: while it loads, those names
+    # stand for the other tree's files; this tree's modules are put back afterwards.
+    ours = {name: sys.modules.pop(name) for name in list(sys.modules) if name.split(".")[:2] == ["extenders", "engine"]}
+    try:
+        path = package / "__init__.py"
+        spec = importlib.util.spec_from_file_location(
+            "extenders.engine", path, submodule_search_locations=[str(package)]
+        )
+        if spec is None or spec.loader is None:
+            raise SystemExit(f"cannot load {path}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+    finally:
+        for name in [name for name in sys.modules if name.split(".")[:2] == ["extenders", "engine"]]:
+            del sys.modules[name]
+        sys.modules.update(ours)
     return module
 
 

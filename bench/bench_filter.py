@@ -128,7 +128,7 @@ def _churn(snapshot: Snapshot, name: str, iteration: int, affinity: bool, rng: r
         sealed=True,
         summary_seed=snapshot.seed(),
         node_changes=snapshot.changes_since_seed([name]),
-        services=snapshot.services,
+        objects=snapshot.objects,
     )
 
 
@@ -163,7 +163,7 @@ def main() -> None:
         pod.topology_spread = []
         snapshot.sealed = True  # as the replica cache's snapshots are: the default selector is remembered
     if args.spread == "default":
-        snapshot.services = _services()
+        snapshot.objects = {**snapshot.objects, "services": _services()}
     rng = random.Random(2)
     names = sorted(snapshot.nodes)
     filter_ms: list[float] = []

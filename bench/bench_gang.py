@@ -4,7 +4,7 @@ Starts a private redis-server, the fake kube-apiserver (tests/fake_kube) and thr
 (``python -m app``); for each gang size, creates the gang's pods, holds all but one member's
 bind call (spread round-robin over the replicas), then times the last member's call until
 every call has answered: ``release_ms``. Needs the app's bind verb wired to
-``extenders.binding.BindService``. Two figures put it in context:
+``extenders.gang.BindService``. Two figures put it in context:
 
 - ``api_only_ms``: the same number of Bindings POSTed straight to the fake API server through
   the extender's own API client (``build_http_client``), 8 at a time, from one process -- what
@@ -37,7 +37,7 @@ from typing import Any
 
 import httpx
 
-from app.embedded_redis import EmbeddedRedis, free_port
+from app.serving.embedded_redis import EmbeddedRedis, free_port
 from devstack.proc import cpu_seconds
 from extenders.kube.config import build_http_client
 
@@ -285,7 +285,7 @@ async def coordination(size: int, redis_url: str) -> float:
     """Seconds from the last arrival to every call answered, three services in-process, instant API."""
     import redis.asyncio as aredis
 
-    from extenders.binding.service import BindService
+    from extenders.gang.bind import BindService
     from extenders.gang.config import GangConfig
     from extenders.gang.service import GangService
     from extenders.sync.store import Store

@@ -43,7 +43,7 @@ import redis.asyncio as aredis
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from app.embedded_redis import EmbeddedRedis  # noqa: E402
+from app.serving.embedded_redis import EmbeddedRedis  # noqa: E402
 from devstack.proc import cpu_seconds, resident_mb  # noqa: E402
 from devstack.replica import ServerProcess  # noqa: E402
 from extenders.sync.convert import node_facts, pod_info  # noqa: E402

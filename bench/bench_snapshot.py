@@ -23,7 +23,7 @@ import redis.asyncio as aredis
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.embedded_redis import EmbeddedRedis
+from app.serving.embedded_redis import EmbeddedRedis
 from extenders.sync.cache import SnapshotCache
 from extenders.sync.convert import node_facts, pod_info
 from extenders.sync.store import Op, Store

@@ -14,7 +14,7 @@ import itertools
 import threading
 from collections.abc import Sequence
 
-from app.embedded_redis import free_port
+from app.serving.embedded_redis import free_port
 
 
 class Balancer:

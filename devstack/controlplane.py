@@ -28,7 +28,7 @@ import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from app.embedded_redis import die_with_parent, free_port, stop_process
+from app.serving.embedded_redis import die_with_parent, free_port, stop_process
 
 BINARIES = ("etcd", "kube-apiserver", "kube-scheduler")
 REPO = Path(__file__).resolve().parents[1]

@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from app.embedded_redis import EmbeddedRedis, EmbeddedRedisError
+from app.serving.embedded_redis import EmbeddedRedis, EmbeddedRedisError
 from devstack.controlplane import ControlPlane, ControlPlaneError, find_binaries
 from devstack.kube import Kube, install_podgroup_crd, resources, wait_for
 from devstack.stack import Stack

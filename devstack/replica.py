@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from app.embedded_redis import die_with_parent, free_port, stop_process
+from app.serving.embedded_redis import die_with_parent, free_port, stop_process
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -17,7 +17,7 @@ import httpx
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from app.embedded_redis import EmbeddedRedis, free_port
+from app.serving.embedded_redis import EmbeddedRedis, free_port
 from devstack.balancer import Balancer
 from devstack.controlplane import ControlPlane, KubeScheduler, extender_entries, running_control_plane
 from devstack.kube import Kube, wait_for

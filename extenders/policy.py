@@ -7,7 +7,7 @@ the registered name without it. A missing ``predicates`` or ``priorities`` key m
 built-in default list; an explicit empty list means none. Unknown names fail at load with
 a message naming them and listing the known ones. See ``examples/policy.yaml``.
 How weighted scores combine, and why NodePreferAvoidPods is a veto rather than a weight,
-is documented in ``extenders.engine``.
+is documented in ``extenders.engine.scoring.score_nodes``.
 """
 
 from __future__ import annotations

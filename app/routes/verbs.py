@@ -1,20 +1,21 @@
-"""The four extender verbs and /v1/explain: parse, hand to the Scheduler, serialise.
+"""The four extender verbs and /v1/explain: parse, hand to the Scheduler, write the answer.
 
-BadRequest (422) and SnapshotUnavailable (503) are mapped in app.errors.
+BadRequest and Unevaluable (422) and SnapshotUnavailable (503) are mapped in app.errors.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
 
-from app.body_route import BodyRoute
+from app import translate
 from app.errors import documented
 from app.responses import JSONAnswer
-from app.service import Scheduler
+from app.routes.body_route import BodyRoute
 from app.state import AppState, get_state
 from app.wire import (
     ExplainArgs,
@@ -26,6 +27,7 @@ from app.wire import (
     ExtenderPreemptionResult,
     HostPriority,
 )
+from extenders.scheduling import CyclePod, Scheduler
 
 router = APIRouter(tags=["extender"], responses=documented(400, 413, 422, 503), route_class=BodyRoute)
 # /v1/explain sits with the other operator endpoints: behind EXTENDER_OPERATOR_TOKEN, off with EXTENDER_OPERATOR_API.
@@ -44,17 +46,32 @@ def _domain_error(state: AppState, verb: str, answer: dict[str, Any]) -> None:
 
 
 async def answer_filter(state: AppState, args: ExtenderArgs) -> dict[str, Any]:
-    answer = await _scheduler(state).filter(args)
+    scheduler = _scheduler(state)
+    pod = translate.pod_info(args.Pod)
+    names = translate.candidate_names(args)
+    items = translate.whole_nodes(args)
+    nodes = translate.node_facts(items) if items is not None else None
+    outcome = await scheduler.filter(pod, args.Pod.metadata.resourceVersion or "", names, nodes)
+    answer = translate.filter_answer(args, outcome)
     _domain_error(state, "filter", answer)
     return answer
 
 
 async def answer_prioritize(state: AppState, args: ExtenderArgs) -> list[dict[str, Any]]:
-    return await _scheduler(state).prioritize(args)
+    scheduler = _scheduler(state)
+    names = translate.candidate_names(args)
+    items = translate.whole_nodes(args)
+    if items is None:
+        meta = args.Pod.metadata
+        pod = CyclePod(meta.uid, meta.resourceVersion or "", partial(translate.pod_info, args.Pod))
+        scores = await scheduler.prioritize_in_cycle(pod, names)
+    else:  # node objects in the request may be newer than any filter's snapshot: they refresh it
+        scores = await scheduler.prioritize(translate.pod_info(args.Pod), names, translate.node_facts(items))
+    return translate.prioritize_answer(scores)
 
 
-# The verbs kube-scheduler calls inside its scheduling cycle, by path: app.hot_verbs answers these
-# below the framework, with the same functions the routes call.
+# The verbs kube-scheduler calls inside its scheduling cycle, by path: app.middleware.hot_verbs answers
+# these below the framework, with the same functions the routes call.
 CYCLE_VERBS: dict[str, Callable[[AppState, ExtenderArgs], Awaitable[Any]]] = {
     "/filter": answer_filter,
     "/prioritize": answer_prioritize,
@@ -73,7 +90,10 @@ async def prioritize_nodes(args: ExtenderArgs, request: Request) -> JSONAnswer:
 
 @router.post("/preempt", response_model=ExtenderPreemptionResult, summary="Choose nodes and victims for preemption")
 async def preempt(args: ExtenderPreemptionArgs, request: Request) -> JSONAnswer:
-    return JSONAnswer(await _scheduler(get_state(request)).preempt(args))
+    scheduler = _scheduler(get_state(request))
+    pod = translate.pod_info(args.Pod)
+    candidates, victim_pods = translate.preemption_candidates(args)
+    return JSONAnswer(translate.preemption_answer(await scheduler.preempt(pod, candidates, victim_pods)))
 
 
 async def _disconnected(request: Request, gone: asyncio.Event) -> None:
@@ -91,13 +111,16 @@ async def bind(args: ExtenderBindingArgs, request: Request) -> JSONAnswer:
     gone = asyncio.Event()
     watch = asyncio.create_task(_disconnected(request, gone))
     try:
-        answer = await scheduler.bind(args, gone)
+        error = await scheduler.bind(args.PodNamespace, args.PodName, args.PodUID, args.Node, gone)
     finally:
         watch.cancel()
+    answer = translate.binding_answer(error)
     _domain_error(state, "bind", answer)
     return JSONAnswer(answer)
 
 
 @operator_router.post("/v1/explain", summary="Every predicate's verdict and every priority's score, per node")
 async def explain(args: ExplainArgs, request: Request) -> JSONAnswer:
-    return JSONAnswer(await _scheduler(get_state(request)).explain(args))
+    scheduler = _scheduler(get_state(request))
+    names = list(args.NodeNames) if args.NodeNames is not None else None
+    return JSONAnswer(await scheduler.explain(translate.pod_info(args.Pod), names))

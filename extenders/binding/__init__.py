@@ -1,4 +1,5 @@
-"""The bind verb: reserve and bind a plain pod at once; hold a gang member until its gang can go.
+"""The bind verb for a single pod: re-validate it, reserve its node, create the Binding.
 
-``BindService`` (extenders.binding.service) is what the HTTP layer wires in.
+Knows nothing of gangs: extenders.gang builds its Permit (members held until their gang can go)
+on ``Binder`` (extenders.binding.binder).
 """

@@ -29,9 +29,9 @@ class CacheConfig:
 
 
 # (the node's fingerprints, how many of them the verdict rests on, the first failing local step or
-# -1, its verdict): see extenders.engine._filter_cached
+# -1, its verdict): see extenders.engine.filter_cache
 FilterEntry = tuple[tuple[Any, ...], int, int, Verdict | None]
-# (the node's fingerprints of the scorer's families, its raw score): see extenders.engine._cached_raw
+# (the node's fingerprints of the scorer's families, its raw score): see extenders.engine.score_cache
 # A node's fingerprints and the raw scores of a group of scorers reading the same node parts.
 ScoreEntry = tuple[tuple[Any, ...], tuple[float, ...]]
 # An entry computed here, for the shared tier to write: (``FILTER`` or the scorer group's key, the
@@ -74,7 +74,7 @@ class ClassMemo:
         # The filter's node-local verdict by node name, for one layout (``held_layout``: its
         # signature), and the ``NodeInfo.version`` it was judged at: no two node states share a
         # version, so an equal one means the same verdict, told without reading more of the node
-        # (see extenders.engine._filter_cached).
+        # (see extenders.engine.filter_cache).
         self.held: dict[str, int] = {}
         self.outcome: dict[str, Verdict | None] = {}
         # With steps that read other nodes in the layout: where the node-local steps failed (-1:

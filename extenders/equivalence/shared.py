@@ -30,9 +30,9 @@ from redis.exceptions import RedisError
 
 from extenders import lua
 from extenders.aio import cancel_and_wait, raise_if_cancelling
-from extenders.engine import score_groups
 from extenders.equivalence.cache import FILTER, ClassMemo, Computed, EquivalenceCache
 from extenders.equivalence.fingerprints import digests
+from extenders.equivalence.groups import score_groups
 from extenders.equivalence.packing import pack_filter, pack_scores
 from extenders.policy import Policy
 

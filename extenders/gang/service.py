@@ -6,7 +6,7 @@ verdict = await gangs.filter(pod, snapshot, passing)   # after the predicates
 await gangs.gang_status(ns, name) / await gangs.list_gangs()
 await gangs.stop()
 
-Binding members (holding their calls until the gang can go) is ``extenders.binding``'s.
+Binding members (holding their calls until the gang can go) is ``extenders.gang.bind``'s.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -64,7 +64,7 @@ class PerSecond:
         return True
 
 
-def scheduling_error(pod: dict[str, Any]) -> str | None:
+def scheduling_error(pod: Mapping[str, Any]) -> str | None:
     """The message of an unbound pod's failed attempt when it ended on an error, else None.
 
     Reads the raw object: the snapshot keeps no pod conditions, and only the watch leader asks.

@@ -1,10 +1,8 @@
 -- The watcher's fenced batch write. ARGV: prefix, fence, then groups of four:
 -- op, id, arg, payload. Ops: N node upsert (arg = resourceVersion), n node delete (arg = the
 -- deleted object's resourceVersion, or ''), P pod upsert (arg = node name or '' when unbound),
--- p pod delete, q pod delete unless assumed, D/d PDB upsert/delete, G/g PodGroup upsert/delete,
--- A/a Namespace upsert/delete, C/c PersistentVolumeClaim upsert/delete, V/v Service, O/o
--- ReplicationController, E/e ReplicaSet, T/t StatefulSet upsert/delete (their selectors only),
--- S synced marker (payload), R (last; id = window ms, arg = min interval ms): when the batch freed
+-- p pod delete, q pod delete unless assumed, I/i upsert/delete of a kind's record (arg = its hash
+-- name: records in P:<hash>, generations in P:<hash>z, tombstones '<hash>:' .. key), S synced marker (payload), R (last; id = window ms, arg = min interval ms): when the batch freed
 -- capacity, changed what a node says or placed a pod -- events kube-scheduler retries parked pods
 -- on, and may have acted on before this write landed (it counts a pod it is binding at once) --
 -- hand back the pods filter refused in the last window (see refuse.lua), each at most once per
@@ -104,22 +102,8 @@ for i = 3, #ARGV, 4 do
   elseif op == 'q' then del_pod(id, true)
   elseif op == 'N' then put_node(id, arg, payload)
   elseif op == 'n' then del_node(id, arg)
-  elseif op == 'D' then put_item(K_PDB, K_PDBZ, 'd:', id, payload)
-  elseif op == 'd' then del_item(K_PDB, K_PDBZ, 'd:', id)
-  elseif op == 'G' then put_item(K_PODGROUP, K_PODGROUPZ, 'g:', id, payload)
-  elseif op == 'g' then del_item(K_PODGROUP, K_PODGROUPZ, 'g:', id)
-  elseif op == 'A' then put_item(K_NAMESPACE, K_NAMESPACEZ, 's:', id, payload)
-  elseif op == 'a' then del_item(K_NAMESPACE, K_NAMESPACEZ, 's:', id)
-  elseif op == 'C' then put_item(K_PVC, K_PVCZ, 'c:', id, payload)
-  elseif op == 'c' then del_item(K_PVC, K_PVCZ, 'c:', id)
-  elseif op == 'V' then put_item(K_SERVICE, K_SERVICEZ, 'v:', id, payload)
-  elseif op == 'v' then del_item(K_SERVICE, K_SERVICEZ, 'v:', id)
-  elseif op == 'O' then put_item(K_RC, K_RCZ, 'o:', id, payload)
-  elseif op == 'o' then del_item(K_RC, K_RCZ, 'o:', id)
-  elseif op == 'E' then put_item(K_RS, K_RSZ, 'e:', id, payload)
-  elseif op == 'e' then del_item(K_RS, K_RSZ, 'e:', id)
-  elseif op == 'T' then put_item(K_STS, K_STSZ, 't:', id, payload)
-  elseif op == 't' then del_item(K_STS, K_STSZ, 't:', id)
+  elseif op == 'I' then put_item(P .. ':' .. arg, P .. ':' .. arg .. 'z', arg .. ':', id, payload)
+  elseif op == 'i' then del_item(P .. ':' .. arg, P .. ':' .. arg .. 'z', arg .. ':', id)
   elseif op == 'S' then redis.call('SET', K_SYNCED, payload)
   elseif op == 'R' then requeue = {tonumber(id), tonumber(arg)}
   else return redis.error_reply('unknown op ' .. tostring(op)) end

@@ -1,4 +1,4 @@
--- Shared by every snapshot-writing script (prepended by extenders/sync/store.py).
+-- Shared by every snapshot-writing script (prepended by extenders/sync/store/base.py).
 -- ARGV[1] is the key prefix. Every script that changes the snapshot bumps the cluster
 -- generation at most once, and stamps each node / item it changed with that generation.
 local P = ARGV[1]
@@ -9,22 +9,6 @@ local K_NODERV = P .. ':noderv'
 local K_PODLOC = P .. ':podloc'
 local K_PENDING = P .. ':pending'
 local K_PENDINGZ = P .. ':pendingz'
-local K_PDB = P .. ':pdb'
-local K_PDBZ = P .. ':pdbz'
-local K_PODGROUP = P .. ':podgroup'
-local K_PODGROUPZ = P .. ':podgroupz'
-local K_NAMESPACE = P .. ':ns'
-local K_NAMESPACEZ = P .. ':nsz'
-local K_PVC = P .. ':pvc'
-local K_PVCZ = P .. ':pvcz'
-local K_SERVICE = P .. ':svc'
-local K_SERVICEZ = P .. ':svcz'
-local K_RC = P .. ':rc'
-local K_RCZ = P .. ':rcz'
-local K_RS = P .. ':rs'
-local K_RSZ = P .. ':rsz'
-local K_STS = P .. ':sts'
-local K_STSZ = P .. ':stsz'
 local K_ASSUMED = P .. ':assumed'
 local K_TOMBS = P .. ':tombs'
 local K_FLOOR = P .. ':floor'
@@ -71,8 +55,8 @@ local function finish()
   return tonumber(redis.call('GET', K_GEN) or '0')
 end
 
--- A keyed record (pending pod, PDB, PodGroup, Namespace, PVC, Service, ReplicationController,
--- ReplicaSet, StatefulSet) with its own generation zset.
+-- A keyed record (a pending pod, or one of a kind's: see extenders/sync/kinds.py) with its own
+-- generation zset; ``tag`` prefixes its tombstone.
 local function put_item(hkey, zkey, tag, id, payload)
   if redis.call('HGET', hkey, id) == payload then return false end
   redis.call('HSET', hkey, id, payload)

@@ -60,5 +60,5 @@ SCORERS: Mapping[str, Scorer] = {name: Scorer.of(name, plugin) for name, plugin 
 
 # The filters whose verdicts concurrent binds change (what bind re-checks when it reserves).
 CAPACITY_FILTERS: tuple[str, ...] = (names.NODE_RESOURCES_FIT, names.NODE_PORTS)
-# Scorers applied as a veto after the weighted average instead of inside it (see extenders.engine).
+# Scorers applied as a veto after the weighted average instead of inside it (see extenders.engine.scoring).
 VETO_SCORERS = frozenset({names.NODE_PREFER_AVOID_PODS})

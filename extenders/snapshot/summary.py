@@ -1,22 +1,5 @@
-"""Snapshot-wide facts that per-pod prepare steps would otherwise walk every node for.
-
-Which nodes hold pods with (anti-)affinity terms, which hold a pod with a given indexed
-label, how many nodes hold an image and its size: kube-scheduler keeps such lists in its
-snapshot. On 5000 nodes every such walk costs a millisecond or more (each node is a few cold objects),
-so a summary is kept per node table and reused by every call that sees the same table.
-Each snapshot owns its summary (``Snapshot.summary``); the next snapshot, which shares the
-unchanged NodeInfo objects (as ``SnapshotCache`` builds it), gets it patched for the nodes
-that differ, as kube-scheduler's UpdateSnapshot does. Each aggregate is computed lazily, on
-first use.
-
-Reuse is always checked: the node table is compared by NodeInfo identity, each
-NodeInfo's ``version`` (bumped by add_pod/remove_pod) and its NodeFacts object, so a table
-changed in place is noticed. NodeFacts are treated as values (replaced, never edited):
-image counts read them. Aggregates hold node *names*; callers map them back through the
-snapshot, so patching never has to touch entries of unchanged nodes. Values plug-ins make from
-a column or from another of the snapshot's tables (``derived``) are kept here too, rather than in
-module globals that two snapshots in use at once would keep overwriting.
-"""
+"""Snapshot-wide facts that per-pod prepare steps would otherwise walk every node for, kept per node
+table and patched for the nodes that change."""
 
 from __future__ import annotations
 
@@ -26,13 +9,11 @@ from operator import attrgetter, contains, is_not, ne
 from typing import Any, TypeVar
 
 from extenders.model import LabelKey, NodeFacts, NodeInfo
+from extenders.snapshot.patching import NodeValue, label_test, patch_column, patch_names, patch_sizes
+from extenders.snapshot.tally import NodeContribution, Tally
 
 T = TypeVar("T")
 NodeTest = Callable[[NodeInfo], bool]
-NodeValue = Callable[[NodeInfo], Any]
-# One node's part of a tally: (group, key, owner) items, each counting one under its group and key.
-Contribution = tuple[tuple[Hashable, Hashable, str], ...]
-NodeContribution = Callable[[NodeInfo], Contribution]
 _VERSION = attrgetter("version")
 _FACTS = attrgetter("node")
 _IMAGES = attrgetter("images")
@@ -53,7 +34,25 @@ def _has_affinity(info: NodeInfo) -> bool:
 
 
 class ClusterSummary:
-    """Aggregates over one node table; immutable once shared except for lazy fills."""
+    """Aggregates over one node table; immutable once shared except for lazy fills.
+
+    Which nodes hold pods with (anti-)affinity terms, which hold a pod with a given indexed
+    label, how many nodes hold an image and its size: kube-scheduler keeps such lists in its
+    snapshot. On 5000 nodes every such walk costs a millisecond or more (each node is a few cold objects),
+    so a summary is kept per node table and reused by every call that sees the same table.
+    Each snapshot owns its summary (``Snapshot.summary``); the next snapshot, which shares the
+    unchanged NodeInfo objects (as ``SnapshotCache`` builds it), gets it patched for the nodes
+    that differ, as kube-scheduler's UpdateSnapshot does. Each aggregate is computed lazily, on
+    first use.
+
+    Reuse is always checked: the node table is compared by NodeInfo identity, each
+    NodeInfo's ``version`` (bumped by add_pod/remove_pod) and its NodeFacts object, so a table
+    changed in place is noticed. NodeFacts are treated as values (replaced, never edited):
+    image counts read them. Aggregates hold node *names*; callers map them back through the
+    snapshot, so patching never has to touch entries of unchanged nodes. Values plug-ins make from
+    a column or from another of the snapshot's tables (``derived``) are kept here too, rather than in
+    module globals that two snapshots in use at once would keep overwriting.
+    """
 
     __slots__ = (
         "_columns",
@@ -279,10 +278,10 @@ class ClusterSummary:
             return fresh
         pairs = [(infos[i], self.facts[i], facts[i]) for i in changed]
         # list(...) snapshots the lazily filled dicts, which another thread may be filling.
-        fresh._labels = {key: _patch(names, pairs, _label_test(key)) for key, names in list(self._labels.items())}
-        fresh._sets = {key: (test, _patch(names, pairs, test)) for key, (test, names) in list(self._sets.items())}
+        fresh._labels = {key: patch_names(names, pairs, label_test(key)) for key, names in list(self._labels.items())}
+        fresh._sets = {key: (test, patch_names(names, pairs, test)) for key, (test, names) in list(self._sets.items())}
         fresh._columns = {
-            key: (extract, _patch_column(values, pairs, extract))
+            key: (extract, patch_column(values, pairs, extract))
             for key, (extract, values) in list(self._columns.items())
         }
         names = frozenset(infos[i].name for i in changed)
@@ -298,73 +297,8 @@ class ClusterSummary:
                 has = new_facts is not None and image in new_facts.images
                 images[image] += has - had
         fresh._images = images
-        fresh._image_sizes = _patch_sizes(dict(list(self._image_sizes.items())), pairs)
+        fresh._image_sizes = patch_sizes(dict(list(self._image_sizes.items())), pairs)
         return fresh
-
-
-class Tally:
-    """Counts per group and key over the nodes' contributions, and how many items each owner gave.
-
-    A contribution is a tuple of ``(group, key, owner)`` items, each counting one under
-    ``counts[group][key]``. ``counts`` (and each group's dict) and ``owners`` are read-only to
-    callers: snapshots the tally was handed down to unchanged share them.
-    """
-
-    __slots__ = ("contribute", "counts", "owners", "parts")
-
-    def __init__(self, contribute: NodeContribution) -> None:
-        self.contribute = contribute
-        self.counts: dict[Hashable, dict[Hashable, int]] = {}
-        self.owners: dict[str, int] = {}
-        self.parts: dict[str, Contribution] = {}  # node name -> its (non-empty) contribution
-
-    def add(self, name: str, part: Contribution, sign: int = 1, fresh: set[Hashable] | None = None) -> None:
-        """Count ``part`` in (sign 1) or out (-1); ``fresh``: groups whose dicts this tally owns, others
-        are copied before their first change."""
-        if not part:
-            return
-        counts, owners = self.counts, self.owners
-        for group, key, owner in part:
-            keys = counts.get(group)
-            if keys is None:
-                keys = counts[group] = {}
-                if fresh is not None:
-                    fresh.add(group)
-            elif fresh is not None and group not in fresh:
-                keys = counts[group] = dict(keys)
-                fresh.add(group)
-            left = keys.get(key, 0) + sign
-            if left:
-                keys[key] = left
-            else:
-                del keys[key]
-                if not keys:
-                    del counts[group]
-            held = owners.get(owner, 0) + sign
-            if held:
-                owners[owner] = held
-            else:
-                del owners[owner]
-        if sign > 0:
-            self.parts[name] = part
-        else:
-            self.parts.pop(name, None)
-
-    def patched(self, changed: Iterable[NodeInfo]) -> Tally:
-        """This tally with the parts of the ``changed`` nodes replaced (itself when none differs)."""
-        out: Tally | None = None
-        fresh: set[Hashable] = set()
-        for new in changed:
-            part = self.contribute(new)
-            old = self.parts.get(new.name, ())
-            if part == old:
-                continue
-            if out is None:
-                out = Tally(self.contribute)
-                out.counts, out.owners, out.parts = dict(self.counts), dict(self.owners), dict(self.parts)
-            out.add(new.name, old, -1, fresh)
-            out.add(new.name, part, 1, fresh)
-        return self if out is None else out
 
 
 def _same_objects(a: Sequence[object], b: Sequence[object]) -> bool:
@@ -375,78 +309,6 @@ def _store(cache: dict[str, T], key: str, value: T) -> None:
     if len(cache) >= _MAX_KEYS:
         cache.clear()
     cache[key] = value
-
-
-def _patch_sizes(
-    sizes: dict[str, tuple[str, int]], pairs: Iterable[tuple[NodeInfo, NodeFacts | None, NodeFacts | None]]
-) -> dict[str, tuple[str, int]]:
-    """``sizes`` (a copy) as of the changed nodes' new facts: only a node at or before an image's
-    first holder by name can change the size kept, so only such a node's facts are read, and an
-    image whose first holder dropped it is left out (recomputed lazily)."""
-    for new, old_facts, new_facts in pairs:
-        if new_facts is old_facts:  # only its pods changed
-            continue
-        name = new.name
-        before = old_facts.images if old_facts is not None else {}
-        after = new_facts.images if new_facts is not None else {}
-        for image in before.keys() | after.keys():
-            entry = sizes.get(image)
-            if entry is None:
-                continue
-            first = entry[0]
-            listed = after.get(image)
-            if name == first:
-                if listed is None:
-                    del sizes[image]
-                else:
-                    sizes[image] = (name, listed)
-            elif listed is not None and (not first or name < first):
-                sizes[image] = (name, listed)
-    return sizes
-
-
-def _label_test(key: LabelKey) -> Callable[[NodeInfo], bool]:
-    return lambda info: key in info.pods_by_label
-
-
-def _patch(
-    names: frozenset[str],
-    pairs: Iterable[tuple[NodeInfo, NodeFacts | None, NodeFacts | None]],
-    test: Callable[[NodeInfo], bool],
-) -> frozenset[str]:
-    """``names`` with each changed node's membership re-tested (a copy only if one changes)."""
-    out: set[str] | None = None
-    for new, _old_facts, _new_facts in pairs:
-        member = new.name in names
-        if test(new) != member:
-            if out is None:
-                out = set(names)
-            if member:
-                out.discard(new.name)
-            else:
-                out.add(new.name)
-    return names if out is None else frozenset(out)
-
-
-def _patch_column(
-    values: dict[str, Any],
-    pairs: Iterable[tuple[NodeInfo, NodeFacts | None, NodeFacts | None]],
-    extract: NodeValue,
-) -> dict[str, Any]:
-    """``values`` with each changed node's entry re-extracted (a copy only if one changes)."""
-    out: dict[str, Any] | None = None
-    for new, _old_facts, _new_facts in pairs:
-        value = extract(new)
-        old = values.get(new.name)
-        if value == old and (value is None) == (old is None):
-            continue
-        if out is None:
-            out = dict(values)
-        if value is None:
-            out.pop(new.name, None)
-        else:
-            out[new.name] = value
-    return values if out is None else out
 
 
 def summarise(nodes: Iterable[NodeInfo], seed: ClusterSummary | None) -> ClusterSummary:

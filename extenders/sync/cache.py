@@ -2,8 +2,8 @@
 
 ``refresh()`` runs before every filter/prioritize call, so the common case must be cheap:
 one round trip that returns only the cluster generation when nothing changed, and one
-round trip returning just the changed nodes / pending pods / PDBs / PodGroups / Namespaces /
-PersistentVolumeClaims / Services / ReplicationControllers / ReplicaSets / StatefulSets when it did.
+round trip returning just the changed nodes, pending pods and records of every watched kind
+(``extenders.sync.kinds``) when it did.
 A full (pipelined, batched) load happens at start, when this copy is older than the
 tombstone floor, or when more changed than one reply should carry.
 
@@ -17,23 +17,16 @@ import asyncio
 import gc
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from hashlib import blake2b
-from typing import TypeVar
+from typing import TypeVar, cast
 
-from extenders.model import NodeInfo, PDBInfo, PodInfo
+from extenders.model import NodeInfo, PodInfo
 from extenders.snapshot import Snapshot, patch_nominated
-from extenders.sync.records import (
-    PDB,
-    POD,
-    controller_from,
-    decode_node_hash,
-    namespace_from,
-    podgroup_from,
-    pvc_from,
-    service_from,
-)
+from extenders.sync import kinds
+from extenders.sync.ops import PENDING
+from extenders.sync.records import POD, decode_node_hash
 from extenders.sync.store import CatchUp, Store
 from extenders.telemetry import Telemetry
 
@@ -54,8 +47,8 @@ class CacheStats:
 
 
 def _merge(
-    old: dict[str, T], changes: list[tuple[str, bytes | None]] | None, decode: Callable[[str, bytes], T]
-) -> dict[str, T]:
+    old: Mapping[str, T], changes: list[tuple[str, bytes | None]] | None, decode: Callable[[str, bytes], T]
+) -> Mapping[str, T]:
     if not changes:
         return old
     out = dict(old)
@@ -69,10 +62,6 @@ def _merge(
 
 def _pod(_key: str, raw: bytes) -> PodInfo:
     return POD.loads(raw)
-
-
-def _pdb(_key: str, raw: bytes) -> PDBInfo:
-    return PDB.loads(raw)
 
 
 class SnapshotCache:
@@ -185,23 +174,20 @@ class SnapshotCache:
                     self._digests.pop(name, None)
                     continue
                 nodes[name] = self._build_node(name, gen, rv, fields, old.nodes.get(name))
-        pending = _merge(old.pending, delta.pending, _pod)
+        pending_changes = delta.of(PENDING)
+        pending = cast(dict[str, PodInfo], _merge(old.pending, pending_changes, _pod))  # a dict in, a dict out
         nominated = old.nominated_seed
-        if nominated is not None and delta.pending:
-            nominated = patch_nominated(nominated, old.pending, pending, (uid for uid, _raw in delta.pending))
+        if nominated is not None and pending_changes:
+            nominated = patch_nominated(nominated, old.pending, pending, (uid for uid, _raw in pending_changes))
+        objects = {
+            kind.attr: _merge(old.objects.get(kind.attr, {}), delta.of(kind.hash), kind.decode) for kind in kinds.KINDS
+        }
         return Snapshot(
             nodes=nodes,
             pending=pending,
             nominated_seed=nominated,
-            pdbs=_merge(old.pdbs, delta.pdbs, _pdb),
+            objects=objects,
             generation=delta.generation,
-            podgroups=_merge(old.podgroups, delta.podgroups, podgroup_from),
-            namespaces=_merge(old.namespaces, delta.namespaces, namespace_from),
-            pvcs=_merge(old.pvcs, delta.pvcs, pvc_from),
-            services=_merge(old.services, delta.services, service_from),
-            replication_controllers=_merge(old.replication_controllers, delta.replication_controllers, controller_from),
-            replica_sets=_merge(old.replica_sets, delta.replica_sets, controller_from),
-            stateful_sets=_merge(old.stateful_sets, delta.stateful_sets, controller_from),
             sealed=True,
             summary_seed=old.seed(),  # patched for the changed nodes only, as UpdateSnapshot does
             node_changes=old.changes_since_seed(changed),
@@ -229,18 +215,15 @@ class SnapshotCache:
                     fields = hashes[name]
                     if fields:
                         nodes[name] = self._build_node(name, index[name], rvs.get(name, ""), fields, None)
+            objects = {
+                kind.attr: {k: kind.decode(k, v) for k, v in (await store.hash_all(kind.hash)).items()}
+                for kind in kinds.KINDS
+            }
             base = Snapshot(
                 nodes=nodes,
-                pending={k: _pod(k, v) for k, v in (await store.hash_all("pending")).items()},
-                pdbs={k: _pdb(k, v) for k, v in (await store.hash_all("pdb")).items()},
+                pending={k: _pod(k, v) for k, v in (await store.hash_all(PENDING)).items()},
+                objects=objects,
                 generation=gen0,
-                podgroups={k: podgroup_from(k, v) for k, v in (await store.hash_all("podgroup")).items()},
-                namespaces={k: namespace_from(k, v) for k, v in (await store.hash_all("ns")).items()},
-                pvcs={k: pvc_from(k, v) for k, v in (await store.hash_all("pvc")).items()},
-                services={k: service_from(k, v) for k, v in (await store.hash_all("svc")).items()},
-                replication_controllers={k: controller_from(k, v) for k, v in (await store.hash_all("rc")).items()},
-                replica_sets={k: controller_from(k, v) for k, v in (await store.hash_all("rs")).items()},
-                stateful_sets={k: controller_from(k, v) for k, v in (await store.hash_all("sts")).items()},
                 sealed=True,
             )
             delta = await store.catch_up(gen0, max(self.max_delta_items, len(names) + 1000))

@@ -72,12 +72,6 @@ def _controller(meta: Mapping[str, Any]) -> Owner | None:
     )
 
 
-def object_key(obj: Mapping[str, Any]) -> str:
-    """``namespace/name`` of a namespaced object, with the API server's default namespace."""
-    meta = obj.get("metadata") or {}
-    return f"{meta.get('namespace') or DEFAULT_NAMESPACE}/{meta.get('name') or ''}"
-
-
 def pod_info(pod: Mapping[str, Any]) -> PodInfo:
     """A v1.Pod's scheduling view. Raises ValueError on bad quantities."""
     meta = pod.get("metadata") or {}

@@ -213,11 +213,10 @@ NODE = RecordCodec(
     ],
 )
 
+# The kinds' records leave namespace and name to their key (``extenders.sync.kinds.Kind.decode``).
 PDB = RecordCodec(
     PDBInfo,
     [
-        Column("ns", "namespace"),
-        Column("n", "name"),
         Column("sel", "selector"),
         Column("da", "disruptions_allowed"),
         Column("rv", "resource_version"),
@@ -225,7 +224,6 @@ PDB = RecordCodec(
     ],
 )
 
-# Stored under its namespace/name key, which decoding passes back in.
 PODGROUP = RecordCodec(
     PodGroupInfo,
     [
@@ -235,45 +233,12 @@ PODGROUP = RecordCodec(
         Column("uid", "uid"),
     ],
 )
-
-
-def podgroup_from(key: str, raw: bytes | str) -> PodGroupInfo:
-    namespace, _, name = key.partition("/")
-    return PODGROUP.loads(raw, namespace=namespace, name=name)
-
-
-# Stored under the namespace's name, which decoding passes back in.
 NAMESPACE = RecordCodec(NamespaceInfo, [Column("l", "labels")])
-
-
-def namespace_from(key: str, raw: bytes | str) -> NamespaceInfo:
-    return NAMESPACE.loads(raw, name=key)
-
-
-# Stored under its namespace/name key, which decoding passes back in.
 PVC = RecordCodec(PVCInfo, [Column("rwop", "read_write_once_pod")])
-
-
-def pvc_from(key: str, raw: bytes | str) -> PVCInfo:
-    namespace, _, name = key.partition("/")
-    return PVC.loads(raw, namespace=namespace, name=name)
-
-
-# Stored under its namespace/name key, which decoding passes back in. One codec for Services
-# (a selector map) and one for ReplicationControllers, ReplicaSets and StatefulSets (each in a hash
-# of its own): only the selector, as a cluster may hold many old ReplicaSets.
+# One codec for Services (a selector map) and one for ReplicationControllers, ReplicaSets and
+# StatefulSets (each in a hash of its own): only the selector, as a cluster may hold many old ReplicaSets.
 SERVICE = RecordCodec(ServiceInfo, [Column("s", "selector")])
 CONTROLLER = RecordCodec(ControllerInfo, [Column("s", "selector")])
-
-
-def service_from(key: str, raw: bytes | str) -> ServiceInfo:
-    namespace, _, name = key.partition("/")
-    return SERVICE.loads(raw, namespace=namespace, name=name)
-
-
-def controller_from(key: str, raw: bytes | str) -> ControllerInfo:
-    namespace, _, name = key.partition("/")
-    return CONTROLLER.loads(raw, namespace=namespace, name=name)
 
 
 def reserved_pod(pod: PodInfo, node: str) -> bytes:

@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from app.embedded_redis import free_port
+from app.serving.embedded_redis import free_port
 from tests.http_stub import reply
 
 

@@ -58,6 +58,8 @@ REPLICATION_CONTROLLERS = ResourceType(
 )
 REPLICA_SETS = ResourceType("replicasets", "apps", "v1", "ReplicaSet", True, True, _META | {"status.replicas"}, True)
 STATEFUL_SETS = ResourceType("statefulsets", "apps", "v1", "StatefulSet", True, True, _META, True)
+# Not watched by the extender: the kind a test adds through the kinds table.
+CONFIG_MAPS = ResourceType("configmaps", "", "v1", "ConfigMap", True, True, _META)
 
 ALL: tuple[ResourceType, ...] = (
     NODES,
@@ -70,4 +72,5 @@ ALL: tuple[ResourceType, ...] = (
     REPLICATION_CONTROLLERS,
     REPLICA_SETS,
     STATEFUL_SETS,
+    CONFIG_MAPS,
 )

@@ -58,7 +58,7 @@ def test_version() -> None:
 
 
 def test_api_client_requests_are_logged_only_at_debug() -> None:
-    from app.logging_config import configure_logging
+    from app.serving.logging_config import configure_logging
 
     httpx_log = logging.getLogger("httpx")
     try:

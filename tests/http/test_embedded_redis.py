@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.embedded_redis import free_port
+from app.serving.embedded_redis import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 

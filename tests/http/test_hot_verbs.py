@@ -1,4 +1,4 @@
-"""Filter and prioritize answered below the router (app.hot_verbs) answer as the routed app does."""
+"""Filter and prioritize answered below the router (app.middleware.hot_verbs) answer as the routed app does."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from fastapi import FastAPI
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
-from app.hot_verbs import HotVerbsMiddleware
 from app.main import create_app
+from app.middleware.hot_verbs import HotVerbsMiddleware
 from app.settings import Settings
 
 POD = {"metadata": {"name": "p", "namespace": "d", "uid": "u"}, "spec": {"containers": [{"name": "c"}]}}

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import orjson
 import pytest
 
-from app.logging_config import configure_logging
+from app.serving.logging_config import configure_logging
 from extenders.logs import log_fields
 
 

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from app.embedded_redis import embedded_redis_refusal
+from app.serving.embedded_redis import embedded_redis_refusal
 from app.settings import Settings, SettingsError, load_settings
 from tests.http.test_command_line import run_app
 

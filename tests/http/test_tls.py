@@ -19,7 +19,7 @@ import trustme
 from cryptography import x509
 from prometheus_client.parser import text_string_to_metric_families
 
-from app.embedded_redis import free_port
+from app.serving.embedded_redis import free_port
 from tests.http.test_command_line import run_app
 from tests.plugins.servers import ServerProcess
 

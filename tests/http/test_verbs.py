@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from app.service import CYCLE_SNAPSHOT_SECONDS
+from extenders.scheduling import CYCLE_SNAPSHOT_SECONDS
 
 
 def node(name: str, cpu: str = "4", memory: str = "8Gi", **labels: str) -> dict[str, Any]:

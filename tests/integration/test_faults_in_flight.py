@@ -18,7 +18,7 @@ import orjson
 import pytest
 import redis.asyncio as aredis
 
-from app.embedded_redis import EmbeddedRedis
+from app.serving.embedded_redis import EmbeddedRedis
 from extenders.sync.store import Store
 from tests.fake_kube.client import make_node, make_pod
 from tests.gang_support import GPU, gpu_node, member

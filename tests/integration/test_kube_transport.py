@@ -20,7 +20,7 @@ import pytest
 import trustme
 import yaml
 
-from app.embedded_redis import free_port
+from app.serving.embedded_redis import free_port
 from extenders.kube.client import BindStatus, KubeApiError, KubeClient
 from extenders.kube.config import KubeConfigError, build_http_client
 from extenders.kube.transport import TRANSPORTS, AiohttpKubeTransport

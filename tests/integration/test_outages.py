@@ -11,7 +11,7 @@ import httpx
 import orjson
 import pytest
 
-from app.embedded_redis import EmbeddedRedis
+from app.serving.embedded_redis import EmbeddedRedis
 from tests.fake_kube.client import make_node, make_pod
 from tests.plugins.fake_kube import FakeKube
 from tests.plugins.servers import ServerProcess

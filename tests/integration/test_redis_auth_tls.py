@@ -23,7 +23,7 @@ import pytest
 import redis
 import trustme
 
-from app.embedded_redis import die_with_parent, find_redis_server, free_port
+from app.serving.embedded_redis import die_with_parent, find_redis_server, free_port
 from tests.plugins.servers import ServerProcess
 from tests.waiting import readiness_with_reason
 

@@ -27,7 +27,7 @@ import pytest
 import redis.asyncio as aredis
 import trustme
 
-from app.embedded_redis import free_port
+from app.serving.embedded_redis import free_port
 from devstack.replica import REPO
 from extenders.sync.redis_connect import PoolOptions, RedisPool, RedisTarget, UnsupportedRedisError, cluster_refusal
 from tests.fake_kube.client import make_node, make_pod

@@ -16,6 +16,7 @@ from extenders.kube.client import KubeClient
 from extenders.kube.config import build_http_client
 from extenders.sync.cache import SnapshotCache
 from extenders.sync.convert import node_facts
+from extenders.sync.kinds import PODGROUPS
 from extenders.sync.store import Store
 from extenders.sync.watcher import Watcher
 from tests.fake_kube.client import (
@@ -74,7 +75,7 @@ async def test_podgroups_forbidden_by_rbac_still_watches_nodes_and_pods(
         assert sum("podgroups not readable" in r.getMessage() for r in caplog.records) == 1
         # RBAC fixed later: the periodic re-check starts the PodGroup watch
         fake_kube.client.clear_faults()
-        await eventually(lambda: store.get_podgroup("default", "gang"))
+        await eventually(lambda: store.record(PODGROUPS, "default/gang"))
         assert not task.done()
     finally:
         await cancel_and_wait(task)

@@ -21,7 +21,7 @@ import pytest
 import trustme
 import yaml
 
-from app.embedded_redis import free_port
+from app.serving.embedded_redis import free_port
 from tests.fake_kube.client import FakeKubeClient
 
 REPO = Path(__file__).resolve().parents[2]

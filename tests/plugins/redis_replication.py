@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import redis
 
-from app.embedded_redis import die_with_parent, find_redis_server, free_port, stop_process
+from app.serving.embedded_redis import die_with_parent, find_redis_server, free_port, stop_process
 
 MASTER_NAME = "extender-primary"
 DOWN_AFTER_MS = 500  # a primary silent this long is down for a Sentinel

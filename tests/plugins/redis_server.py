@@ -10,7 +10,7 @@ import pytest
 import redis
 import redis.asyncio as aredis
 
-from app.embedded_redis import EmbeddedRedis
+from app.serving.embedded_redis import EmbeddedRedis
 
 
 @pytest.fixture(scope="session")

@@ -6,12 +6,23 @@ import asyncio
 import dataclasses
 import gc
 import random
+from collections.abc import Sequence
 
 import pytest
 
 from extenders.model import ControllerInfo, NamespaceInfo, NodeFacts, PDBInfo, PodGroupInfo, PVCInfo, ServiceInfo
 from extenders.snapshot import Snapshot
 from extenders.sync.cache import GC_FREEZE_MIN_PODS, SnapshotCache
+from extenders.sync.kinds import (
+    NAMESPACES,
+    PDBS,
+    PODGROUPS,
+    PVCS,
+    REPLICA_SETS,
+    REPLICATION_CONTROLLERS,
+    SERVICES,
+    STATEFUL_SETS,
+)
 from extenders.sync.records import CONTROLLER, NAMESPACE, NODE, PDB, PODGROUP, PVC, SERVICE
 from extenders.sync.store import CatchUp, Op, Store
 from tests.store.conftest import RoundTrips
@@ -21,8 +32,8 @@ from tests.store.helpers import node, pod
 async def seed(store: Store, epoch: int, nodes: int = 20, pods_per_node: int = 3) -> None:
     ops = [Op.node(node(f"n{i}")) for i in range(nodes)]
     ops += [Op.pod(pod(f"u{i}-{j}", f"n{i}")) for i in range(nodes) for j in range(pods_per_node)]
-    ops += [Op.pod(pod("pending-1")), Op.pdb(PDBInfo("default", "b1", {}, 1))]
-    ops.append(Op.podgroup(PodGroupInfo("default", "g1", 2)))
+    ops += [Op.pod(pod("pending-1")), PDBS.upsert(PDBInfo("default", "b1", {}, 1))]
+    ops.append(PODGROUPS.upsert(PodGroupInfo("default", "g1", 2)))
     await store.apply(epoch, ops)
 
 
@@ -127,7 +138,7 @@ async def test_deletions_propagate_through_tombstones(store: Store, epoch: int) 
     await cache.refresh()
     ops = [Op.delete_node("n1")] + [Op.delete_pod(f"u1-{j}") for j in range(3)]  # node and its pods gone
     ops += [Op.delete_node("n2"), Op.delete_pod("u3-0"), Op.delete_pod("pending-1")]  # n2 keeps pods, no facts
-    ops += [Op.delete_pdb("default/b1"), Op.delete_podgroup("default/g1")]
+    ops += [PDBS.delete("default/b1"), PODGROUPS.delete("default/g1")]
     await store.apply(epoch, ops)
     snap = await cache.refresh()
     assert cache.stats.full_loads == 1 and cache.stats.deltas == 1
@@ -142,20 +153,20 @@ async def test_namespaces_and_claims_catch_up_incrementally(counted: tuple[Store
     store, trips = counted
     await seed(store, epoch)
     team = NamespaceInfo("team", {"kubernetes.io/metadata.name": "team", "tier": "gold"})
-    await store.apply(epoch, [Op.namespace(team), Op.pvc(PVCInfo("team", "data", True))])
+    await store.apply(epoch, [NAMESPACES.upsert(team), PVCS.upsert(PVCInfo("team", "data", True))])
     cache = SnapshotCache(store)
     before = await cache.refresh()
     assert before.namespaces == {"team": team} and before.pvcs["team/data"].read_write_once_pod
     await cache.refresh()
     relabelled = NamespaceInfo("team", {"kubernetes.io/metadata.name": "team", "tier": "silver"})
-    await store.apply(epoch, [Op.namespace(relabelled), Op.pvc(PVCInfo("team", "logs", False))])
+    await store.apply(epoch, [NAMESPACES.upsert(relabelled), PVCS.upsert(PVCInfo("team", "logs", False))])
     trips.count = 0
     after = await cache.refresh()
     assert trips.count == 1 and cache.stats.deltas == 1 and cache.stats.full_loads == 1
     assert after.namespaces["team"].labels["tier"] == "silver" and set(after.pvcs) == {"team/data", "team/logs"}
     assert after.nodes is before.nodes  # nothing else was rebuilt
     assert before.namespaces["team"].labels["tier"] == "gold"  # the earlier snapshot was not touched
-    await store.apply(epoch, [Op.delete_namespace("team"), Op.delete_pvc("team/data")])
+    await store.apply(epoch, [NAMESPACES.delete("team"), PVCS.delete("team/data")])
     gone = await cache.refresh()
     assert gone.namespaces == {} and set(gone.pvcs) == {"team/logs"}
     assert gone.pvcs is not after.pvcs and summary(gone) == summary(await fresh(store))
@@ -169,20 +180,24 @@ async def test_services_and_controllers_catch_up_incrementally(counted: tuple[St
     await seed(store, epoch)
     web = ServiceInfo("shop", "web", {"app": "web"})
     rs = ControllerInfo("shop", "web-1", {"matchLabels": {"app": "web"}})
-    await store.apply(epoch, [Op.service(web), Op.replica_set(rs), Op.stateful_set(ControllerInfo("shop", "db", None))])
+    await store.apply(
+        epoch, [SERVICES.upsert(web), REPLICA_SETS.upsert(rs), STATEFUL_SETS.upsert(ControllerInfo("shop", "db", None))]
+    )
     cache = SnapshotCache(store)
     before = await cache.refresh()
     assert before.services == {"shop/web": web} and before.replica_sets == {"shop/web-1": rs}
     assert before.stateful_sets["shop/db"].selector is None and before.replication_controllers == {}
     rc = ControllerInfo("shop", "old", {"app": "old"})
-    await store.apply(epoch, [Op.service(ServiceInfo("shop", "web", {"app": "web2"})), Op.replication_controller(rc)])
+    await store.apply(
+        epoch, [SERVICES.upsert(ServiceInfo("shop", "web", {"app": "web2"})), REPLICATION_CONTROLLERS.upsert(rc)]
+    )
     trips.count = 0
     after = await cache.refresh()
     assert trips.count == 1 and cache.stats.deltas == 1 and cache.stats.full_loads == 1
     assert after.services["shop/web"].selector == {"app": "web2"} and after.replication_controllers == {"shop/old": rc}
     assert after.nodes is before.nodes and after.replica_sets is before.replica_sets  # untouched tables kept
     assert before.services["shop/web"].selector == {"app": "web"}  # the earlier snapshot was not touched
-    await store.apply(epoch, [Op.delete_replica_set("shop/web-1"), Op.delete_stateful_set("shop/db")])
+    await store.apply(epoch, [REPLICA_SETS.delete("shop/web-1"), STATEFUL_SETS.delete("shop/db")])
     gone = await cache.refresh()
     assert gone.replica_sets == {} and gone.stateful_sets == {} and gone.services is after.services
     assert summary(gone) == summary(await fresh(store))
@@ -207,7 +222,7 @@ async def test_a_replica_older_than_the_floor_reloads(store: Store, epoch: int) 
     await seed(store, epoch)
     cache = SnapshotCache(store)
     await cache.refresh()
-    await store.apply(epoch, [Op.delete_pod("u0-0"), Op.delete_pdb("default/b1")])
+    await store.apply(epoch, [Op.delete_pod("u0-0"), PDBS.delete("default/b1")])
     await store.apply(epoch, [Op.pod(pod("late", "n9"))])
     gen = await store.generation()
     assert await store.compact(gen) == gen
@@ -270,8 +285,8 @@ async def test_a_caller_never_shares_a_refresh_that_read_redis_before_it_arrived
     read, release = asyncio.Event(), asyncio.Event()
     catch_up = store.catch_up
 
-    async def slow_catch_up(since: int, max_items: int) -> CatchUp:
-        delta = await catch_up(since, max_items)
+    async def slow_catch_up(since: int, max_items: int, hashes: Sequence[str] | None = None) -> CatchUp:
+        delta = await catch_up(since, max_items, hashes)
         if not read.is_set():  # only the first one is held, after it read Redis
             read.set()
             await release.wait()

@@ -4,6 +4,16 @@ from __future__ import annotations
 
 import asyncio
 
+from extenders.sync.kinds import (
+    NAMESPACES,
+    PDBS,
+    PODGROUPS,
+    PVCS,
+    REPLICA_SETS,
+    REPLICATION_CONTROLLERS,
+    SERVICES,
+    STATEFUL_SETS,
+)
 from extenders.sync.store import AssumeStatus, Op, Store
 from tests.store.helpers import dump, node, pending, pod, pods_on
 
@@ -190,11 +200,11 @@ async def test_pdbs_and_podgroups(store: Store, epoch: int) -> None:
     from extenders.model import PDBInfo, PodGroupInfo
 
     group = PodGroupInfo("ml", "g", min_member=3, creation_timestamp="2024-01-01T00:00:00Z")
-    await store.apply(epoch, [Op.pdb(PDBInfo("ns", "b", {"matchLabels": {}}, 1)), Op.podgroup(group)])
-    assert await store.get_podgroup("ml", "g") == group
+    await store.apply(epoch, [PDBS.upsert(PDBInfo("ns", "b", {"matchLabels": {}}, 1)), PODGROUPS.upsert(group)])
+    assert await store.record(PODGROUPS, "ml/g") == group
     assert await store.hash_keys("pdb") == {"ns/b"}
-    gen = await store.apply(epoch, [Op.delete_pdb("ns/b"), Op.delete_podgroup("ml/g")])
-    assert await store.get_podgroup("ml", "g") is None and await store.hash_keys("pdb") == set()
+    gen = await store.apply(epoch, [PDBS.delete("ns/b"), PODGROUPS.delete("ml/g")])
+    assert await store.record(PODGROUPS, "ml/g") is None and await store.hash_keys("pdb") == set()
     assert await store.redis.zscore(store.key("pdbz"), "ns/b") == gen
 
 
@@ -203,18 +213,18 @@ async def test_namespaces_and_pvcs(store: Store, epoch: int) -> None:
 
     team = NamespaceInfo("team", {"kubernetes.io/metadata.name": "team", "tier": "gold"})
     claim = PVCInfo("team", "data", read_write_once_pod=True)
-    gen = await store.apply(epoch, [Op.namespace(team), Op.pvc(claim)])
+    gen = await store.apply(epoch, [NAMESPACES.upsert(team), PVCS.upsert(claim)])
     assert await store.redis.zscore(store.key("nsz"), "team") == gen
     assert await store.redis.zscore(store.key("pvcz"), "team/data") == gen
     assert await store.hash_keys("ns") == {"team"} and await store.hash_keys("pvc") == {"team/data"}
     # the same records again change nothing: no generation bump
-    assert await store.apply(epoch, [Op.namespace(team), Op.pvc(claim)]) == gen
+    assert await store.apply(epoch, [NAMESPACES.upsert(team), PVCS.upsert(claim)]) == gen
     relabelled = NamespaceInfo("team", {"kubernetes.io/metadata.name": "team", "tier": "silver"})
-    assert await store.apply(epoch, [Op.namespace(relabelled)]) == gen + 1
-    gone = await store.apply(epoch, [Op.delete_namespace("team"), Op.delete_pvc("team/data")])
+    assert await store.apply(epoch, [NAMESPACES.upsert(relabelled)]) == gen + 1
+    gone = await store.apply(epoch, [NAMESPACES.delete("team"), PVCS.delete("team/data")])
     assert await store.hash_keys("ns") == set() and await store.hash_keys("pvc") == set()
-    assert await store.redis.zscore(store.key("tombs"), "s:team") == gone
-    assert await store.redis.zscore(store.key("tombs"), "c:team/data") == gone
+    assert await store.redis.zscore(store.key("tombs"), "ns:team") == gone
+    assert await store.redis.zscore(store.key("tombs"), "pvc:team/data") == gone
     await store.compact(gone)
     assert await store.redis.zscore(store.key("nsz"), "team") is None
     assert await store.redis.zscore(store.key("pvcz"), "team/data") is None
@@ -249,28 +259,30 @@ async def test_services_and_controllers_keep_their_selectors_with_tombstones(sto
     rc = ControllerInfo("shop", "old", {"app": "old"})
     rs = ControllerInfo("shop", "web-1", {"matchLabels": {"app": "web", "pod-template-hash": "1"}})
     ss = ControllerInfo("shop", "db", {"matchLabels": {"app": "db"}})
-    writes = [Op.service(service), Op.replication_controller(rc), Op.replica_set(rs), Op.stateful_set(ss)]
+    writes = [
+        SERVICES.upsert(service),
+        REPLICATION_CONTROLLERS.upsert(rc),
+        REPLICA_SETS.upsert(rs),
+        STATEFUL_SETS.upsert(ss),
+    ]
     gen = await store.apply(epoch, writes)
     for table, key in (("svc", "shop/web"), ("rc", "shop/old"), ("rs", "shop/web-1"), ("sts", "shop/db")):
         assert await store.redis.zscore(store.key(f"{table}z"), key) == gen
         assert await store.hash_keys(table) == {key}
     assert await store.apply(epoch, writes) == gen  # the same selectors again: no generation bump
-    assert await store.apply(epoch, [Op.replica_set(ControllerInfo("shop", "web-1", {"matchLabels": {}}))]) == gen + 1
+    assert (
+        await store.apply(epoch, [REPLICA_SETS.upsert(ControllerInfo("shop", "web-1", {"matchLabels": {}}))]) == gen + 1
+    )
     deletes = [
-        Op.delete_service("shop/web"),
-        Op.delete_replication_controller("shop/old"),
-        Op.delete_replica_set("shop/web-1"),
-        Op.delete_stateful_set("shop/db"),
+        SERVICES.delete("shop/web"),
+        REPLICATION_CONTROLLERS.delete("shop/old"),
+        REPLICA_SETS.delete("shop/web-1"),
+        STATEFUL_SETS.delete("shop/db"),
     ]
     gone = await store.apply(epoch, deletes)
-    for table, tomb, key in (
-        ("svc", "v", "shop/web"),
-        ("rc", "o", "shop/old"),
-        ("rs", "e", "shop/web-1"),
-        ("sts", "t", "shop/db"),
-    ):
+    for table, key in (("svc", "shop/web"), ("rc", "shop/old"), ("rs", "shop/web-1"), ("sts", "shop/db")):
         assert await store.hash_keys(table) == set()
-        assert await store.redis.zscore(store.key("tombs"), f"{tomb}:{key}") == gone
+        assert await store.redis.zscore(store.key("tombs"), f"{table}:{key}") == gone
     await store.compact(gone)
     for table, key in (("svc", "shop/web"), ("rc", "shop/old"), ("rs", "shop/web-1"), ("sts", "shop/db")):
         assert await store.redis.zscore(store.key(f"{table}z"), key) is None

@@ -238,7 +238,9 @@ def _spread_tables(rng: random.Random, snapshot: Snapshot) -> Snapshot:
         if rng.random() < 0.7:
             for namespace in ("ns1", "ns2"):
                 replica_sets[f"{namespace}/{owner}"] = ControllerInfo(namespace, owner, _selector(rng))
-    return dataclasses.replace(snapshot, services=services, replica_sets=replica_sets)
+    return dataclasses.replace(
+        snapshot, objects={**snapshot.objects, "services": services, "replica_sets": replica_sets}
+    )
 
 
 def _default_group(pod: PodInfo, snapshot: Snapshot, other: PodInfo) -> bool:

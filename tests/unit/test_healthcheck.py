@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from app.embedded_redis import free_port
 from app.healthcheck import main, probe, probe_url
+from app.serving.embedded_redis import free_port
 from tests.http_stub import one_path_handler
 
 

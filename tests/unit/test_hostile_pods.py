@@ -13,7 +13,7 @@ import pytest
 from pydantic import ValidationError
 
 from app.kube_types import Pod
-from app.service import BadRequest, pod_info
+from app.translate import BadRequest, pod_info
 from extenders import engine
 from extenders.policy import default_policy
 from tests import gen_cluster

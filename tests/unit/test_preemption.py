@@ -26,7 +26,6 @@ from extenders.preemption import (
     RULE_UNKNOWN_VICTIM,
     MetaVictims,
     importance_key,
-    to_wire,
 )
 from extenders.preemption import process_preemption as _process_preemption
 from extenders.snapshot import Snapshot
@@ -104,9 +103,7 @@ def snapshot(nodes: Sequence[Json], pods: Sequence[Json] = (), pdbs: Sequence[Js
     for p in infos:
         if not p.node_name:
             out.pending[p.uid] = p
-    for d in pdbs:
-        info = pdb_info(d)
-        out.pdbs[info.key] = info
+    out.objects = {"pdbs": {info.key: info for info in map(pdb_info, pdbs)}}
     return out
 
 
@@ -520,11 +517,6 @@ def test_importance_order() -> None:
         pod_info(pod("high", prio=9)),
     ]
     assert [p.name for p in sorted(pods, key=importance_key)] == ["high", "early", "late", "no-start"]
-
-
-def test_to_wire() -> None:
-    body = to_wire({"n1": MetaVictims(["u1", "u2"], 1)})
-    assert body == {"NodeNameToMetaVictims": {"n1": {"Pods": [{"UID": "u1"}, {"UID": "u2"}], "NumPDBViolations": 1}}}
 
 
 # ------------------------------------------------------------------ captured kube-scheduler bodies

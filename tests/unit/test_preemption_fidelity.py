@@ -25,6 +25,7 @@ from extenders.pdb import DisruptionBudgets
 from extenders.policy import default_policy
 from extenders.snapshot import Snapshot, index_nominated, patch_nominated
 from extenders.sync.convert import pdb_info, pod_info
+from extenders.sync.kinds import PDBS
 from extenders.sync.records import PDB, POD, reserved_pod
 from tests.unit.test_preemption import Json, names, node, pdb, pod, process_preemption, snapshot, uids
 
@@ -430,10 +431,10 @@ def test_disrupted_pods_are_read_and_round_trip() -> None:
     assert info.disrupted_pods == frozenset({"web-1", "web-2"})
     record = PDB.encode(info)
     assert record["dp"] == ["web-1", "web-2"]
-    assert PDB.decode(orjson.loads(orjson.dumps(record))) == info
+    assert PDB.decode(orjson.loads(orjson.dumps(record)), namespace=info.namespace, name=info.name) == info
     plain = pdb_info(pdb("db", {"app": "db"}, 1))
     assert plain.disrupted_pods == frozenset() and "dp" not in PDB.encode(plain)
-    assert PDB.loads(PDB.dumps(plain)) == plain
+    assert PDBS.decode(plain.key, PDB.dumps(plain)) == plain
 
 
 def test_full_victim_pods_are_ordered_like_uids() -> None:

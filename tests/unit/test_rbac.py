@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 
 from extenders.kube.client import KubeClient
-from extenders.sync.watcher import OPTIONAL_RESOURCES, REQUIRED_RESOURCES
+from extenders.sync.watcher import watched as watched_kinds
 
 RBAC = Path(__file__).resolve().parents[2] / "deploy" / "base" / "rbac.yaml"
 
@@ -50,7 +50,7 @@ def granted() -> set[Grant]:
 
 def watched() -> set[Grant]:
     out: set[Grant] = set()
-    for resource in (*REQUIRED_RESOURCES, *OPTIONAL_RESOURCES):
+    for resource in watched_kinds():
         parts = resource.path.strip("/").split("/")
         # /api/v1/<resource> or /apis/<group>/<version>/<resource>
         group = "" if parts[0] == "api" else parts[1]

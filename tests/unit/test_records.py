@@ -18,6 +18,7 @@ from extenders.sync.convert import (
     pvc_info,
     service_info,
 )
+from extenders.sync.kinds import KINDS, NAMESPACES, PDBS, PODGROUPS, PVCS, REPLICA_SETS, SERVICES
 from extenders.sync.records import (
     CONTROLLER,
     NAMESPACE,
@@ -29,12 +30,7 @@ from extenders.sync.records import (
     PVC,
     SERVICE,
     RecordCodec,
-    controller_from,
     decode_node_hash,
-    namespace_from,
-    podgroup_from,
-    pvc_from,
-    service_from,
 )
 from tests.unit.k8s_objects import full_pod, node_object
 
@@ -70,7 +66,7 @@ def test_pdb_round_trip() -> None:
         }
     )
     assert (pdb.key, pdb.disruptions_allowed, pdb.selector) == ("ns/b", 2, {"matchLabels": {"app": "web"}})
-    assert PDB.loads(PDB.dumps(pdb)) == pdb
+    assert PDBS.decode(pdb.key, PDB.dumps(pdb)) == pdb
 
 
 def test_podgroup_round_trip() -> None:
@@ -83,9 +79,9 @@ def test_podgroup_round_trip() -> None:
     assert (group.key, group.min_member, group.schedule_timeout_seconds) == ("ml/g", 4, 30)
     rec = PODGROUP.encode(group)
     assert rec["minMember"] == 4 and rec["creationTimestamp"] == "2024-01-01T00:00:00Z"
-    assert podgroup_from("ml/g", orjson.dumps(rec)) == group
+    assert PODGROUPS.decode("ml/g", orjson.dumps(rec)) == group
     bare = podgroup_info({"metadata": {"name": "h"}, "spec": {}})
-    assert podgroup_from(bare.key, PODGROUP.dumps(bare)) == bare
+    assert PODGROUPS.decode(bare.key, PODGROUP.dumps(bare)) == bare
 
 
 @pytest.mark.parametrize(
@@ -102,7 +98,7 @@ def test_namespace_round_trip(labels: dict[str, str] | None, record: dict[str, o
     namespace = namespace_info({"metadata": {"name": "team-a", "labels": labels, "uid": "x"}, "status": {}})
     assert (namespace.name, namespace.labels) == ("team-a", labels or {})
     assert NAMESPACE.encode(namespace) == record  # the name is the hash key, not in the record
-    assert namespace_from("team-a", NAMESPACE.dumps(namespace)) == namespace
+    assert NAMESPACES.decode("team-a", NAMESPACE.dumps(namespace)) == namespace
 
 
 @pytest.mark.parametrize(
@@ -121,7 +117,7 @@ def test_pvc_keeps_only_whether_it_is_read_write_once_pod(
     claim = pvc_info({"metadata": {"name": "data", "namespace": "db"}, "spec": {"accessModes": modes}})
     assert (claim.key, claim.read_write_once_pod) == ("db/data", rwop)
     assert PVC.encode(claim) == record
-    assert pvc_from(claim.key, PVC.dumps(claim)) == claim
+    assert PVCS.decode(claim.key, PVC.dumps(claim)) == claim
     assert pvc_info({"metadata": {"name": "data"}, "spec": {}}).key == "default/data"
 
 
@@ -130,10 +126,8 @@ def test_pvc_keeps_only_whether_it_is_read_write_once_pod(
     [
         (POD, set()),
         (NODE, {"resource_version"}),
-        (PDB, set()),
-        (PODGROUP, {"namespace", "name"}),
-        (SERVICE, {"namespace", "name"}),
-        (CONTROLLER, {"namespace", "name"}),
+        # A kind's record leaves its identity to the key.
+        *((kind.codec, {"name"} if kind.cluster_scoped else {"namespace", "name"}) for kind in KINDS),
     ],
 )
 def test_every_attribute_has_a_column(codec: RecordCodec[object], kept_elsewhere: set[str]) -> None:
@@ -188,7 +182,7 @@ def test_a_pods_scoring_defaults_round_trip() -> None:
 def test_service_keeps_only_its_selector(spec: dict[str, object], record: dict[str, object]) -> None:
     service = service_info({"metadata": {"name": "web", "namespace": "shop", "uid": "x"}, "spec": spec})
     assert SERVICE.encode(service) == record  # namespace/name is the hash key, not in the record
-    assert service_from("shop/web", SERVICE.dumps(service)) == service
+    assert SERVICES.decode("shop/web", SERVICE.dumps(service)) == service
 
 
 @pytest.mark.parametrize(
@@ -209,7 +203,7 @@ def test_controller_keeps_only_its_selector(selector: dict[str, object] | None, 
         spec["selector"] = selector
     controller = controller_info({"metadata": {"name": "web-1", "namespace": "shop"}, "spec": spec, "status": {}})
     assert CONTROLLER.encode(controller) == record
-    assert controller_from("shop/web-1", CONTROLLER.dumps(controller)) == controller
+    assert REPLICA_SETS.decode("shop/web-1", CONTROLLER.dumps(controller)) == controller
 
 
 def test_an_owner_round_trips_with_its_api_version_and_controller_flag() -> None:

@@ -27,7 +27,8 @@ from extenders.plugins.framework import FIT, SKIP, Verdict
 from extenders.plugins.inter_pod_affinity.terms import by_namespace, may_select, namespace_labels, resolve_terms
 from extenders.snapshot import Snapshot
 from extenders.snapshot.pod_query import PodQuery, term_query
-from extenders.snapshot.summary import ClusterSummary, Contribution, infos_named
+from extenders.snapshot.summary import ClusterSummary, infos_named
+from extenders.snapshot.tally import Contribution
 
 AFFINITY_NOT_MATCH = "node(s) didn't match pod affinity rules"
 ANTI_AFFINITY_NOT_MATCH = "node(s) didn't match pod anti-affinity rules"

@@ -38,7 +38,7 @@ from extenders.plugins.framework import FIT, SKIP, Verdict
 from extenders.plugins.pod_topology_spread.selectors import constraint_selector, counts_nothing, eligibility_key
 from extenders.snapshot import Snapshot
 from extenders.snapshot.pod_query import PodQuery, namespace_query
-from extenders.snapshot.summary import Contribution
+from extenders.snapshot.tally import Contribution
 from extenders.tolerations import DO_NOT_SCHEDULE_EFFECTS, first_untolerated_taint
 
 CONSTRAINTS_NOT_MATCH = "node(s) didn't match pod topology spread constraints"

@@ -48,7 +48,8 @@ from extenders.plugins.helper.normalize import constant
 from extenders.plugins.pod_topology_spread.selectors import constraint_selector, counts_nothing, eligibility_key
 from extenders.snapshot import Snapshot
 from extenders.snapshot.pod_query import PodQuery, namespace_query
-from extenders.snapshot.summary import ClusterSummary, Contribution, infos_named
+from extenders.snapshot.summary import ClusterSummary, infos_named
+from extenders.snapshot.tally import Contribution
 from extenders.tolerations import first_untolerated_taint
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import redis.asyncio as aredis
 
-from extenders.binding.service import BindService
+from extenders.gang.bind import BindService
 from extenders.gang.config import GangConfig
 from extenders.gang.service import GangService
 from extenders.sync.store import Store

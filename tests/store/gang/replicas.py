@@ -8,7 +8,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from extenders.binding.service import BindService
+from extenders.gang.bind import BindService
 from extenders.gang.service import GangService
 from tests.gang_support import RecordingKube, seed
 

@@ -16,6 +16,7 @@ from extenders.gang.reconcile import GangReconciler
 from extenders.model import PodGroupInfo
 from extenders.snapshot import Snapshot
 from extenders.sync.convert import pod_info, podgroup_info
+from extenders.sync.kinds import PODGROUPS
 from extenders.sync.store import Op
 from tests.gang_support import GANG_LABEL, RecordingKube, apply, gpu_node, member
 from tests.store.gang.replicas import Factory, Replica, kube_of, setup, target
@@ -190,12 +191,12 @@ async def test_a_lowered_podgroup_minimum_permits_the_members_already_held(repli
     pods = [grouped(f"t-{i}", "t") for i in range(4)]
     await setup(services, kube, [gpu_node("n1", 8)], pods)
     store = services[0].runtime.store
-    await apply(store, [Op.podgroup(podgroup("t", 4))])
+    await apply(store, [PODGROUPS.upsert(podgroup("t", 4))])
     calls = [asyncio.create_task(services[i % 2].bind(*target(pods[i], "n1"))) for i in range(3)]
     await held(services[0], "t", 3)
     assert kube.bound == {}
 
-    await apply(store, [Op.podgroup(podgroup("t", 3))])
+    await apply(store, [PODGROUPS.upsert(podgroup("t", 3))])
     assert (await services[0].gangs.reconciler.reconcile())["default/t"] == "permitted"
     assert await asyncio.wait_for(asyncio.gather(*calls), 5) == ["", "", ""]
     assert sorted(kube.bound) == [f"default/t-{i}" for i in range(3)]
@@ -207,11 +208,11 @@ async def test_a_raised_podgroup_minimum_above_the_live_members_releases_the_hel
     pods = [grouped(f"t-{i}", "t") for i in range(3)]
     await setup(services, kube, [gpu_node("n1", 8)], pods)
     store = services[0].runtime.store
-    await apply(store, [Op.podgroup(podgroup("t", 3))])
+    await apply(store, [PODGROUPS.upsert(podgroup("t", 3))])
     calls = [asyncio.create_task(services[i].bind(*target(pods[i], "n1"))) for i in range(2)]
     await held(services[0], "t", 2)
 
-    await apply(store, [Op.podgroup(podgroup("t", 5))])
+    await apply(store, [PODGROUPS.upsert(podgroup("t", 5))])
     assert (await services[1].gangs.reconciler.reconcile())["default/t"] == "released"
     for error in await asyncio.wait_for(asyncio.gather(*calls), 5):
         assert "only 3 of the 5 required members exist" in error
@@ -225,11 +226,11 @@ async def test_a_deleted_podgroup_releases_its_gang_and_a_new_one_requeues_the_m
     await setup(services, kube, [gpu_node("n1", 8)], pods)
     r0 = services[0]
     store = r0.runtime.store
-    await apply(store, [Op.podgroup(podgroup("t", 3))])
+    await apply(store, [PODGROUPS.upsert(podgroup("t", 3))])
     calls = [asyncio.create_task(services[i].bind(*target(pods[i], "n1"))) for i in range(2)]
     await held(r0, "t", 2)
 
-    await apply(store, [Op.delete_podgroup("default/t")])
+    await apply(store, [PODGROUPS.delete("default/t")])
     assert (await r0.gangs.reconciler.reconcile())["default/t"] == "released"
     for error in await asyncio.wait_for(asyncio.gather(*calls), 5):
         assert "no PodGroup default/t with spec.minMember" in error
@@ -238,7 +239,7 @@ async def test_a_deleted_podgroup_releases_its_gang_and_a_new_one_requeues_the_m
     for pod in pods:
         assert not await admits(r0, pod, snap)
     kube.requeued.clear()
-    await apply(store, [Op.podgroup(podgroup("t", 3))])
+    await apply(store, [PODGROUPS.upsert(podgroup("t", 3))])
     await r0.gangs.reconciler.reconcile()
     await requeued(kube, *(f"default/t-{i}" for i in range(3)))
 

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from extenders import engine
+from extenders.engine import filter_cache
 from extenders.equivalence import CacheConfig, EquivalenceCache
 from extenders.model import NodeFacts, NodeInfo, PodInfo, PVCInfo, Taint
 from extenders.policy import Policy, default_policy
@@ -249,7 +250,8 @@ def test_a_read_write_once_pod_claim_taken_elsewhere_is_not_answered_from_the_ca
         table = dict(nodes)
         if user is not None:
             table["n3"] = NodeInfo.build("n3", nodes["n3"].node, [user])
-        return Snapshot(nodes=table, pvcs={"ns/solo": PVCInfo("ns", "solo", read_write_once_pod=True)}, sealed=True)
+        pvcs = {"ns/solo": PVCInfo("ns", "solo", read_write_once_pod=True)}
+        return Snapshot(nodes=table, objects={"pvcs": pvcs}, sealed=True)
 
     cache = EquivalenceCache()
     names = ["n1", "n2", "n3"]
@@ -273,13 +275,13 @@ def test_a_warm_class_reads_only_the_nodes_that_changed(monkeypatch: pytest.Monk
     rng = random.Random(5)
     pod = _pod(rng, "walker", 0)  # no terms, no spread: every step node-local
     walked: list[str] = []
-    walk = engine._filter_walk
+    walk = filter_cache._filter_walk
 
     def counted(prepared: Any, names: list[str], memo: Any, hold: bool) -> engine.FilterResult:
         walked.extend(names)
         return walk(prepared, names, memo, hold)
 
-    monkeypatch.setattr(engine, "_filter_walk", counted)
+    monkeypatch.setattr(filter_cache, "_filter_walk", counted)
     cache = EquivalenceCache()
     changed: list[str] = []
     for step in range(60):

@@ -17,7 +17,7 @@ def index(pending: Sequence[PodInfo], placed: Sequence[PodInfo] = (), groups: Se
     """A held (assumed) pod is pending in the API too: unless ``pending`` says otherwise, as it was."""
     node = NodeInfo.build("n1", node_facts(gpu_node("n1")), list(placed))
     unbound = {p.uid: p for p in placed if p.assumed} | {p.uid: p for p in pending}
-    return GangIndex(Snapshot(nodes={"n1": node}, pending=unbound, podgroups={g.key: g for g in groups}))
+    return GangIndex(Snapshot(nodes={"n1": node}, pending=unbound, objects={"podgroups": {g.key: g for g in groups}}))
 
 
 def brief(

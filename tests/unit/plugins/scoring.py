@@ -26,7 +26,7 @@ def run(
     """Raw and normalised scores of the candidates ``nodes``; ``extra`` nodes are in the snapshot only,
     and ``tables`` are its other tables by attribute (``services``, ``replica_sets``, ...)."""
     priority = SCORERS[name]
-    snapshot = Snapshot(nodes={n.name: n for n in [*nodes, *(extra or [])]}, **(tables or {}))
+    snapshot = Snapshot(nodes={n.name: n for n in [*nodes, *(extra or [])]}, objects=tables or {})
     state = priority.prepare(incoming, snapshot, nodes, ctx)
     raw = {n.name: priority.score(incoming, n, state, ctx) for n in nodes}
     return raw, priority.normalize(raw, state)

@@ -87,7 +87,7 @@ def test_selector_spread_with_an_empty_selector_scores_max_and_with_constraints_
 def test_selector_spread_hooks_agree_with_score_and_normalize() -> None:
     spread = SCORERS["SelectorSpread"]
     nodes = _spread_nodes()
-    snapshot = Snapshot(nodes={n.name: n for n in nodes}, replica_sets=RS_TABLES["replica_sets"])
+    snapshot = Snapshot(nodes={n.name: n for n in nodes}, objects={"replica_sets": RS_TABLES["replica_sets"]})
     incoming = pod("in", labels=WEB, owner_uid="rs1")
     state = spread.prepare(incoming, snapshot, nodes, CTX)
     assert spread.score_all is not None and spread.constant is not None

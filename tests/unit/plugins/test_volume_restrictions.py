@@ -85,7 +85,7 @@ def rwop_snapshot(*placed: PodInfo, pending: tuple[PodInfo, ...] = ()) -> Snapsh
         make_node("n1", pods=[p for p in placed if p.node_name == "n1"]),
         make_node("n2", pods=[p for p in placed if p.node_name == "n2"]),
     )
-    snapshot.pvcs = dict(CLAIMS)
+    snapshot.objects = {"pvcs": dict(CLAIMS)}
     snapshot.pending = {p.uid: p for p in pending}
     return snapshot
 

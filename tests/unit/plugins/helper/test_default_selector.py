@@ -36,10 +36,12 @@ def _snapshot(
     stateful_sets: Sequence[ControllerInfo] = (),
 ) -> Snapshot:
     return Snapshot(
-        services={s.key: s for s in services},
-        replication_controllers={c.key: c for c in replication_controllers},
-        replica_sets={c.key: c for c in replica_sets},
-        stateful_sets={c.key: c for c in stateful_sets},
+        objects={
+            "services": {s.key: s for s in services},
+            "replication_controllers": {c.key: c for c in replication_controllers},
+            "replica_sets": {c.key: c for c in replica_sets},
+            "stateful_sets": {c.key: c for c in stateful_sets},
+        }
     )
 
 
@@ -163,7 +165,7 @@ def test_a_controller_requirement_on_a_service_key_narrows_rather_than_overrides
 
 def test_default_query_is_remembered_per_tables_and_pod_shape() -> None:
     services = {"default/s": svc("s", {"app": "web"})}
-    snap = Snapshot(nodes={n.name: n for n in _web_nodes()}, services=services, sealed=True)
+    snap = Snapshot(nodes={n.name: n for n in _web_nodes()}, objects={"services": services}, sealed=True)
     first = default_query(pod("p1", labels=WEB), snap)
     assert first is not None
     assert default_query(pod("p2", labels=WEB), snap) is first  # another pod of the template
@@ -172,10 +174,13 @@ def test_default_query_is_remembered_per_tables_and_pod_shape() -> None:
     later = dataclasses.replace(snap, nodes=dict(snap.nodes), summary_seed=snap.seed())
     assert default_query(pod("p4", labels=WEB), later) is first
     # a new Service table is read afresh
-    changed = dataclasses.replace(snap, services={"default/s": svc("s", {"app": "db"})}, summary_seed=snap.seed())
+    changed = dataclasses.replace(
+        snap, objects={"services": {"default/s": svc("s", {"app": "db"})}}, summary_seed=snap.seed()
+    )
     assert default_query(pod("p5", labels=WEB), changed) is None
     # an unsealed snapshot (edited in place) is never remembered
-    loose = Snapshot(services=dict(services))
+    table = dict(services)
+    loose = Snapshot(objects={"services": table})
     assert default_query(pod("p6", labels=WEB), loose) is not None
-    loose.services.clear()
+    table.clear()
     assert default_query(pod("p6", labels=WEB), loose) is None

@@ -158,8 +158,10 @@ NAMESPACES = {
 
 def with_namespaces(snapshot: Snapshot, labels: dict[str, dict[str, str]] = NAMESPACES) -> Snapshot:
     """``snapshot`` holding Namespaces labelled as ``labels`` says (plus the name label every namespace has)."""
-    snapshot.namespaces = {
-        name: NamespaceInfo(name, {NAMESPACE_NAME_LABEL: name, **extra}) for name, extra in labels.items()
+    snapshot.objects = {
+        "namespaces": {
+            name: NamespaceInfo(name, {NAMESPACE_NAME_LABEL: name, **extra}) for name, extra in labels.items()
+        }
     }
     return snapshot
 

@@ -177,8 +177,10 @@ def run_with_namespaces(incoming: PodInfo, nodes: list[NodeInfo], hard_weight: i
     """Raw scores over a snapshot that holds the Namespaces of TEAMS (with their name labels)."""
     ctx = ScoringContext(resource_weights={"cpu": 1, "memory": 1}, hard_pod_affinity_symmetric_weight=hard_weight)
     snapshot = Snapshot(nodes={n.name: n for n in nodes})
-    snapshot.namespaces = {
-        name: NamespaceInfo(name, {NAMESPACE_NAME_LABEL: name, **labels}) for name, labels in TEAMS.items()
+    snapshot.objects = {
+        "namespaces": {
+            name: NamespaceInfo(name, {NAMESPACE_NAME_LABEL: name, **labels}) for name, labels in TEAMS.items()
+        }
     }
     scorer = SCORERS["InterPodAffinity"]
     state = scorer.prepare(incoming, snapshot, nodes, ctx)

@@ -87,7 +87,7 @@ def test_two_snapshots_in_use_at_once_keep_their_own_selections() -> None:
     rightly, and each table is walked once per selector."""
     raw = {"labelSelector": {}, "namespaceSelector": {"matchLabels": {"team": "x"}}}
     tables = [CountingTable(TABLE), CountingTable(table(a={}, b={"team": "x"}, c={"team": "x"}))]
-    first, second = Snapshot(namespaces=tables[0]), Snapshot(namespaces=tables[1])
+    first, second = Snapshot(objects={"namespaces": tables[0]}), Snapshot(objects={"namespaces": tables[1]})
     for _ in range(3):
         for snapshot, expected in ((first, {"a"}), (second, {"b", "c"})):
             term = resolve_term(compile_affinity_term(raw, "own"), raw, snapshot.namespaces, snapshot.summary())
@@ -96,7 +96,7 @@ def test_two_snapshots_in_use_at_once_keep_their_own_selections() -> None:
     # The next snapshot of an unchanged node table shares the summary, but not the selections of a
     # Namespace table it does not hold; used beside the older one, neither is walked again.
     tables.append(CountingTable(table(a={"team": "x"}, b={"team": "x"})))
-    relabelled = Snapshot(namespaces=tables[2], summary_seed=first.seed())
+    relabelled = Snapshot(objects={"namespaces": tables[2]}, summary_seed=first.seed())
     assert relabelled.summary() is first.summary()
     for _ in range(3):
         for snapshot, expected in ((first, {"a"}), (relabelled, {"a", "b"})):

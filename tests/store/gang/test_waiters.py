@@ -6,9 +6,9 @@ import time
 
 import redis.asyncio as aredis
 
-from extenders.binding.waiters import Outcome, Waiters
 from extenders.gang.config import GangConfig
 from extenders.gang.state import ArriveStatus, GangStore
+from extenders.gang.waiters import Outcome, Waiters
 from extenders.sync.convert import pod_info
 from extenders.sync.store import Store
 from tests.gang_support import gpu_node, member, seed

@@ -18,11 +18,11 @@ from redis.exceptions import RedisError
 
 from extenders.aio import cancel_and_wait
 from extenders.binding.binder import Binder, BindTarget
-from extenders.binding.waiters import DoneBatcher, Outcome, Waiters, WaitResult
 from extenders.gang import reasons
 from extenders.gang.config import GangConfig
 from extenders.gang.membership import GangIndexCache, GangRef, order_score
 from extenders.gang.state import ArriveResult, ArriveStatus, GangStore
+from extenders.gang.waiters import DoneBatcher, Outcome, Waiters, WaitResult
 from extenders.kube.events import ObjectRef
 from extenders.model import PodInfo
 

@@ -1,5 +1,8 @@
 """The bind verb for every pod: ``BindService``.
 
+A plain pod is bound at once by extenders.binding's ``Binder``; a gang member goes through the
+gang's Permit (``GangPermit``), which holds its call until the gang can go.
+
 binds = BindService(gangs, policy)
 await binds.start()                                      # pub/sub: wakes held calls (and requeues)
 error = await binds.bind(ns, name, uid, node, gone)      # "" = bound
@@ -14,11 +17,11 @@ from redis.exceptions import RedisError
 
 from extenders.aio import cancel_and_wait
 from extenders.binding.binder import Binder, BindTarget, FitCheck, capacity_fit, policy_fit
-from extenders.binding.permit import GangPermit
-from extenders.binding.waiters import GangEvents, Waiters
 from extenders.gang import reasons
 from extenders.gang.membership import gang_ref
+from extenders.gang.permit import GangPermit
 from extenders.gang.service import GangService
+from extenders.gang.waiters import GangEvents, Waiters
 from extenders.kube.events import ObjectRef
 from extenders.logs import log_fields
 from extenders.policy import Policy

@@ -20,8 +20,8 @@ import uvloop
 from fastapi import FastAPI
 
 from app.main import create_health_app
+from app.serving.tls import CertificateReloader, TLSFiles, harden
 from app.settings import Settings, SettingsError, env_name
-from app.tls import CertificateReloader, TLSFiles, harden
 
 HEALTH_PORT = env_name("health_port")
 

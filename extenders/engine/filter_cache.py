@@ -1,0 +1,185 @@
+"""Filtering through the equivalence cache: node-local verdicts reused while the node parts they rest on are
+unchanged, so a warm class only walks the nodes that changed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from itertools import compress, repeat
+from operator import attrgetter, contains, eq, is_, is_not, not_
+from typing import Any, cast
+
+from extenders.engine.prepared import CheckFn, PreparedPod
+from extenders.engine.results import NOT_FOUND, FilterResult
+from extenders.equivalence import FILTER, ClassMemo, digests, fingerprints
+from extenders.equivalence.packing import unpack_filter
+from extenders.model import NodeInfo, PodInfo
+from extenders.plugins.framework import Verdict
+from extenders.snapshot import Snapshot
+
+_PODS = attrgetter("pods")
+_VERSION = attrgetter("version")
+
+
+def _holds_pod(snapshot: Snapshot, uid: str, names: list[str], infos: list[NodeInfo]) -> bool:
+    """Whether one of the candidates (``infos``, named ``names``) holds the pod ``uid`` (placed or
+    reserved there). A pod the snapshot has pending can only be placed as a reservation, which the
+    summary indexes; for any other, every candidate is looked at."""
+    if uid in snapshot.pending:
+        reserved = snapshot.find_reservation(uid)
+        return reserved is not None and reserved in names
+    return any(map(contains, map(_PODS, infos), repeat(uid)))
+
+
+def filter_cached(prepared: PreparedPod, node_names: Iterable[str], memo: ClassMemo) -> FilterResult:
+    """``filter_prepared`` with node-local verdicts reused from ``memo`` (see ``_filter_walk``).
+
+    When every candidate is known and none holds the pod, a candidate whose ``NodeInfo.version``
+    is the one ``memo.held`` notes keeps its node-local verdict in ``memo.outcome``, read without the
+    node's fingerprints and entry. With every step node-local that is the answer, in a few passes
+    over the names in C, and only the other candidates are walked (and held for the next call); with
+    steps that read other nodes, the walk takes the held verdicts and runs those steps on each node.
+    """
+    layout = prepared.layout()
+    names = node_names if isinstance(node_names, list) else list(node_names)
+    snapshot = prepared.snapshot
+    found = list(map(snapshot.nodes.get, names))
+    if any(map(is_, found, repeat(None))):
+        return _filter_walk(prepared, names, memo, hold=False)
+    infos = cast(list[NodeInfo], found)
+    if _holds_pod(snapshot, prepared.pod.uid, names, infos):
+        return _filter_walk(prepared, names, memo, hold=False)
+    held = memo.held
+    if memo.held_layout != layout.signature:
+        held.clear()
+        memo.outcome.clear()
+        memo.held_at.clear()
+        memo.held_layout = layout.signature
+    same = list(map(eq, map(held.get, names, repeat(0)), map(_VERSION, infos)))  # versions start at 1
+    if layout.cross:  # the steps that read other nodes still run on each node
+        return _filter_walk(prepared, names, memo, hold=True, infos=infos, kept=same)
+    computed = from_shared = 0
+    if False in same:
+        walked = _filter_walk(prepared, list(compress(names, map(not_, same))), memo, hold=True)
+        computed, from_shared = walked.computed, walked.shared
+    verdicts = list(map(memo.outcome.__getitem__, names))
+    result = FilterResult(list(compress(names, map(is_, verdicts, repeat(None)))))
+    if len(result.passing) != len(names):
+        fail = result.fail
+        for name, verdict in compress(zip(names, verdicts, strict=True), map(is_not, verdicts, repeat(None))):
+            if verdict is not None:  # always (compressed so); the type checker cannot tell
+                fail(name, verdict)
+    result.reused, result.computed, result.shared = len(names) - computed, computed, from_shared
+    return result
+
+
+def _filter_walk(
+    prepared: PreparedPod,
+    names: list[str],
+    memo: ClassMemo,
+    hold: bool,
+    infos: Sequence[NodeInfo | None] | None = None,
+    kept: list[bool] | None = None,
+) -> FilterResult:
+    """``filter_prepared`` with node-local verdicts reused from ``memo`` where the parts of the node
+    they rest on are unchanged, and stored there where not.
+
+    A memo entry is ``(fingerprints, known, failed_at, verdict)``: the node's fingerprints when it
+    was evaluated, how many of them the verdict rests on, the position of the first failing local
+    step (-1: none) and its verdict. The steps that read other nodes run on every call, in policy
+    order: those before the failing local step, or all of them when the node passed. A node the
+    memo has no valid entry for may have one from another replica (``memo.shared``), taken when the
+    digests it carries are the node's; what is computed goes to ``memo.outbox`` when there is one.
+    ``hold``: no node holds the pod; each node's node-local verdict is noted in ``memo.held``,
+    ``memo.outcome`` and ``memo.held_at`` for ``filter_cached``, and ``kept`` (with ``infos``, the
+    named nodes) says which nodes' noted verdicts still hold: those are taken as they are.
+    """
+    result = FilterResult()
+    passing, failed, unresolvable = result.passing, result.failed, result.unresolvable
+    nodes = prepared.snapshot.nodes
+    pod = prepared.pod
+    uid = pod.uid
+    layout = prepared.layout()
+    families, key, local, cross, tag = layout.families, layout.key, layout.local, layout.cross, layout.tag
+    everything = len(local)
+    entries = memo.filter
+    shared = memo.shared.get(FILTER)
+    outbox = memo.outbox
+    held, held_verdicts, held_at = memo.held, memo.outcome, memo.held_at
+    pass_node = passing.append
+    # Counted where rare (most nodes are reused): reused = every node - computed.
+    computed = from_shared = 0
+    found = infos if infos is not None else list(map(nodes.get, names))
+    for name, node, still in zip(names, found, kept or [False] * len(names), strict=True):
+        verdict: Verdict | None
+        if still and node is not None:  # (a node is held only when known)
+            verdict = held_verdicts[name]
+            if cross and verdict is not NOT_FOUND:
+                verdict = _cross_checks(pod, node, cross, held_at[name], everything, verdict)
+        elif node is None or node.node is None:
+            verdict = NOT_FOUND
+            computed += 1
+            if hold and node is not None:
+                held[name], held_verdicts[name], held_at[name] = node.version, verdict, -1
+        elif uid in node.pods:  # some filters leave the pod itself out: not a class-wide answer
+            verdict = prepared.first_failure(node)
+            computed += 1
+        else:
+            current = node.derived.get(key)
+            if current is None:
+                current = fingerprints(node, families, key)
+            entry = entries.get(name)
+            if entry is not None and (
+                entry[0] is current or current[: entry[1]] == entry[0][: entry[1]]  # the node changed elsewhere
+            ):
+                _, _, failed_at, verdict = entry
+            elif (
+                shared
+                and (blob := shared.pop(name, None)) is not None
+                and (taken := unpack_filter(blob, tag, digests(node, families)))
+            ):
+                from_shared += 1
+                known, failed_at, verdict = taken
+                entries[name] = (current, known, failed_at, verdict)
+            else:
+                computed += 1
+                failed_at, verdict, known = -1, None, len(families)
+                for position, (check, state, reads) in enumerate(local):
+                    outcome = check(pod, node, state)
+                    if not outcome.fit:
+                        failed_at, verdict, known = position, outcome, reads
+                        break
+                entries[name] = (current, known, failed_at, verdict)
+                if outbox is not None:
+                    outbox.append((FILTER, name, node, families, (tag, known, failed_at, verdict)))
+            if hold:
+                held[name], held_verdicts[name], held_at[name] = node.version, verdict, failed_at
+            if cross:
+                verdict = _cross_checks(pod, node, cross, failed_at, everything, verdict)
+        if verdict is None:
+            pass_node(name)
+        elif verdict.unresolvable:
+            unresolvable[name] = verdict.reason
+        else:
+            failed[name] = verdict.reason
+    result.reused, result.computed, result.shared = len(names) - computed, computed, from_shared
+    return result
+
+
+def _cross_checks(
+    pod: PodInfo,
+    node: NodeInfo,
+    cross: list[tuple[int, CheckFn, Any]],
+    failed_at: int,
+    everything: int,
+    verdict: Verdict | None,
+) -> Verdict | None:
+    """The node's verdict once the steps that read other nodes have run, in policy order: those
+    before the first failing node-local step (``failed_at``; all of them when none failed)."""
+    limit = everything if failed_at < 0 else failed_at
+    for before, check, state in cross:
+        if before > limit:
+            break
+        outcome = check(pod, node, state)
+        if not outcome.fit:
+            return outcome
+    return verdict

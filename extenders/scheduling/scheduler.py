@@ -1,0 +1,275 @@
+"""The extender verbs for one replica, over the shared snapshot: what each verb does, in domain terms.
+
+The web layer parses requests into PodInfo and NodeFacts and builds the answers; here the verbs fetch
+the snapshot, run the engine, the gang rules and preemption, and keep one scheduling cycle's work for
+the next verb of the same pod (``extenders.scheduling.cycle``). Domain failures (snapshot unavailable,
+an engine bug) come back as an outcome the protocol can carry; only ``Unevaluable`` and
+``SnapshotUnavailable`` (for explain and the operator views) are raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from redis.exceptions import RedisError
+
+from extenders import engine
+from extenders.equivalence import ClassMemo, EquivalenceCache
+from extenders.equivalence.shared import SharedTier
+from extenders.gang import BindService, GangService
+from extenders.kube.requeue import REFUSAL_WINDOW_SECONDS, REQUEUE_INTERVAL_SECONDS, Requeuer
+from extenders.logs import log_fields
+from extenders.model import NodeFacts, PodInfo
+from extenders.policy import Policy
+from extenders.preemption import MetaVictims, process_preemption
+from extenders.runtime import ClusterRuntime
+from extenders.scheduling.cycle import Cycle, Cycles
+from extenders.scheduling.outcomes import CyclePod, FilterOutcome, NodeScores, SnapshotUnavailable, Unevaluable
+from extenders.snapshot import Snapshot
+
+log = logging.getLogger(__name__)
+
+
+class Scheduler:
+    """Answers the extender verbs for one replica, over the shared snapshot."""
+
+    def __init__(
+        self,
+        runtime: ClusterRuntime,
+        policy: Policy,
+        gangs: GangService,
+        binds: BindService,
+        equivalence: EquivalenceCache | None = None,
+        shared: SharedTier | None = None,
+        prioritize_ahead: bool = True,
+    ) -> None:
+        """``shared``: the equivalence cache's tier in Redis (None: this replica's memory only);
+        ``prioritize_ahead``: score the passing nodes once a filter has answered (see ``Cycle``)."""
+        self.runtime = runtime
+        self.prioritize_ahead = prioritize_ahead
+        self.policy = policy
+        self.equivalence = equivalence or EquivalenceCache()
+        self.shared = shared if shared is not None and shared.enabled else None
+        self.gangs = gangs
+        self.binds = binds
+        self.requeuer = Requeuer(runtime.kube) if runtime.kube is not None else None
+        self._requeues: set[asyncio.Task[int]] = set()
+        self._cycles = Cycles()
+
+    async def snapshot(self, nodes: Sequence[NodeFacts] = ()) -> Snapshot:
+        """The current snapshot; nodes a request carried whole refresh older records first."""
+        try:
+            if nodes:
+                await self._refresh_nodes(nodes)
+            return await self.runtime.snapshot()
+        except (RedisError, OSError) as exc:
+            raise SnapshotUnavailable(f"cluster snapshot unavailable (Redis: {exc})") from exc
+
+    async def _refresh_nodes(self, nodes: Sequence[NodeFacts]) -> None:
+        """Write node facts the request knows better; a node this replica already has unchanged costs no I/O."""
+        known = self.runtime.cache.current.nodes
+        changed: list[NodeFacts] = []
+        for facts in nodes:
+            info = known.get(facts.name)
+            # resourceVersion alone changes on every kubelet heartbeat; it is not worth a write.
+            if facts.name and (
+                info is None
+                or info.node is None
+                or dataclasses.replace(info.node, resource_version=facts.resource_version) != facts
+            ):
+                changed.append(facts)
+        if changed:
+            # Bounded, so a request with thousands of changed nodes cannot take every pooled connection.
+            limit = asyncio.Semaphore(16)
+
+            async def refresh(facts: NodeFacts) -> None:
+                async with limit:
+                    await self.runtime.store.refresh_node_if_newer(facts)
+
+            await asyncio.gather(*(refresh(f) for f in changed))
+
+    async def filter(
+        self, pod: PodInfo, resource_version: str, names: list[str], nodes: Sequence[NodeFacts] | None = None
+    ) -> FilterOutcome:
+        """The candidates ``names`` that fit ``pod``; ``nodes``: the candidates as whole objects, when
+        the request carried them (their snapshot is then not the one prioritize-ahead may score)."""
+        with log_fields(verb="filter", pod=pod.key):
+            try:
+                snap = await self.snapshot(nodes or ())
+                if await self.gangs.release_orphan(pod, snap):
+                    snap = await self.snapshot()
+            except SnapshotUnavailable as exc:
+                return FilterOutcome.failure(str(exc))
+            except (RedisError, OSError) as exc:
+                return FilterOutcome.failure(f"gang state unavailable (Redis: {exc})")
+            memo = self.equivalence.memo(pod, "filter")
+            if memo is not None and self.shared is not None:
+                await self.shared.prepare(memo, "filter", names)
+            try:
+                view = engine.without_own_reservation(snap, pod, names)
+                result = engine.filter_nodes(self.policy, pod, view, names, memo)
+            except Exception as exc:  # a bug must fail this pod's cycle, not the HTTP request
+                log.exception("filter failed for %s", pod.key)
+                return FilterOutcome.failure(f"internal error evaluating {pod.key}: {exc!r}")
+            if memo is not None:
+                self.equivalence.count("filter", result.reused, result.computed, result.shared)
+                if self.shared is not None:
+                    self.shared.collect(memo)
+            if result.passing:
+                try:
+                    verdict = await self.gangs.filter(pod, snap, result.passing)
+                except (RedisError, OSError) as exc:
+                    return FilterOutcome.failure(f"gang state unavailable (Redis: {exc})")
+                if verdict is not None and not verdict.fit:
+                    (result.unresolvable if verdict.unresolvable else result.failed).update(
+                        verdict.failed_nodes(result.passing)
+                    )
+                    result.passing = []
+            elif names:
+                await self._refused(pod, snap)
+            if result.passing:
+                entry = self._cycles.remember(pod, resource_version, snap, memo.key if memo is not None else None)
+                if self.prioritize_ahead and nodes is None and len(result.passing) > 1:
+                    # Runs once this call has returned and its answer is written (nothing awaits in between).
+                    asyncio.get_running_loop().call_soon(self._score_ahead, entry, list(result.passing))
+            return FilterOutcome(result.passing, result.failed, result.unresolvable)
+
+    async def _refused(self, pod: PodInfo, snap: Snapshot) -> None:
+        """Remember a pod refused on every node, so it is requeued in kube-scheduler if the verdict
+        came from a snapshot behind what kube-scheduler had already seen (see extenders.kube.requeue)."""
+        try:
+            await self.gangs.park(pod, snap)
+            stale = await self.runtime.store.record_refusal(
+                pod.uid, pod.key, snap.generation, REFUSAL_WINDOW_SECONDS, REQUEUE_INTERVAL_SECONDS
+            )
+        except (RedisError, OSError) as exc:  # the answer stands; only a later requeue is lost
+            log.warning("could not record the refusal of %s: %s", pod.key, exc)
+            return
+        if stale and self.requeuer is not None:
+            task = asyncio.create_task(self.requeuer.requeue([(pod.uid, pod.key)], "refused on a stale snapshot"))
+            self._requeues.add(task)
+            task.add_done_callback(self._requeues.discard)
+
+    def _score_ahead(self, cycle: Cycle, names: list[str]) -> None:
+        """Prioritize's answer for the nodes a pod's filter passed, kept for its call (``Cycle``)."""
+        pod = cycle.pod
+        if not self._cycles.holds(cycle):  # asked for already, dropped, or filtered again since
+            return
+        with log_fields(verb="prioritize", pod=pod.key):
+            memo = self.equivalence.memo(pod, "prioritize", cycle.class_key)
+            cycle.scores = self._score(pod, cycle.snapshot, names, memo)
+        cycle.names = names
+        self.runtime.telemetry.prioritize_ahead.labels("computed").inc()
+
+    def _score(self, pod: PodInfo, snap: Snapshot, names: list[str], memo: ClassMemo | None) -> NodeScores:
+        """Prioritize's answer; a failure is logged and answers neutral scores."""
+        try:
+            counts = engine.ScoreCounts()
+            view = engine.without_own_reservation(snap, pod, names)
+            scores = engine.prioritize_scores(self.policy, pod, view, names, memo, counts)
+        except Exception:  # kube-scheduler ignores prioritize failures: neutral scores say the same
+            log.exception("prioritize failed for %s", pod.key)
+            scores = {}
+        else:
+            if memo is not None:
+                self.equivalence.count("prioritize", counts.reused, counts.computed, counts.shared)
+                if self.shared is not None:
+                    self.shared.collect(memo)
+        score = scores.get
+        return {n: score(n, 0) for n in names}
+
+    async def prioritize(self, pod: PodInfo, names: list[str], nodes: Sequence[NodeFacts] = ()) -> NodeScores:
+        """Scores of the candidates ``names`` (each named once) on the current snapshot, refreshed
+        first from ``nodes`` when the request carried them whole."""
+        with log_fields(verb="prioritize", pod=pod.key):
+            try:
+                snap = await self.snapshot(nodes)
+            except SnapshotUnavailable:
+                # kube-scheduler ignores prioritize errors; neutral scores keep it going.
+                log.warning("prioritize answered neutral scores: snapshot unavailable")
+                return dict.fromkeys(names, 0)
+            return await self._prioritize_on(pod, snap, names, None)
+
+    async def prioritize_in_cycle(self, pod: CyclePod, names: list[str]) -> NodeScores:
+        """``prioritize`` for a call naming its candidates, on the snapshot (and, for the same pod, the
+        view, class and scores computed ahead) its filter on this replica left, if any."""
+        cycle = self._cycles.take(pod.uid)
+        if cycle is None:
+            return await self.prioritize(pod.parse(), names)
+        self.runtime.telemetry.cycle_snapshots.inc()
+        rv = pod.resource_version
+        same = cycle if rv and rv == cycle.resource_version else None  # the same pod
+        if same is not None and same.scores is not None and same.names == names:
+            self.runtime.telemetry.prioritize_ahead.labels("used").inc()
+            return same.scores
+        info = same.pod if same is not None else pod.parse()
+        with log_fields(verb="prioritize", pod=info.key):
+            return await self._prioritize_on(info, cycle.snapshot, names, same.class_key if same is not None else None)
+
+    async def _prioritize_on(self, pod: PodInfo, snap: Snapshot, names: list[str], class_key: str | None) -> NodeScores:
+        memo = self.equivalence.memo(pod, "prioritize", class_key)
+        if memo is not None and self.shared is not None:
+            await self.shared.prepare(memo, "prioritize", names)
+        return self._score(pod, snap, names, memo)
+
+    async def preempt(
+        self,
+        pod: PodInfo,
+        candidates: Mapping[str, Sequence[str]],
+        victim_pods: Mapping[str, PodInfo] | None = None,
+    ) -> dict[str, MetaVictims]:
+        """Re-check kube-scheduler's candidates (node -> victim UIDs) against what only we know (PDBs,
+        gangs, managed resources): the nodes kept, with their victims; none when nothing can be vouched for.
+        ``victim_pods``: the victims by UID, when the request carried them whole."""
+        with log_fields(verb="preempt", pod=pod.key):
+            try:
+                snap = await self.snapshot()
+            except SnapshotUnavailable:
+                # No snapshot, no vouching for any candidate: kube-scheduler preempts nothing this cycle.
+                log.warning("preempt answered no candidates: snapshot unavailable")
+                return {}
+            gang_of = self.gangs.gang_of(snap)
+            try:
+                result = process_preemption(
+                    self.policy, pod, candidates, snap, gang_of=gang_of, victim_pods=victim_pods
+                )
+            except Exception:  # no answer we can vouch for: preempt nothing this cycle
+                log.exception("preempt failed for %s", pod.key)
+                return {}
+            if result.gang_evictions:
+                try:
+                    await self.gangs.evictions.record(result.gang_evictions)
+                except (RedisError, OSError) as exc:
+                    # Unrecorded, the gang's members elsewhere would stay: that gang would be left half alive.
+                    log.warning("preempt %s: no candidate: its gang eviction was not recorded (%s)", pod.key, exc)
+                    return {}
+            return result.nodes
+
+    async def explain(self, pod: PodInfo, names: list[str] | None = None) -> dict[str, Any]:
+        """Every predicate's verdict and every priority's score on ``names`` (default: every node)."""
+        with log_fields(verb="explain", pod=pod.key):
+            snap = await self.snapshot()
+            try:
+                view = engine.without_own_reservation(snap, pod, snap.nodes if names is None else names)
+                return engine.explain(self.policy, pod, view, names)
+            except Exception as exc:
+                log.exception("explain failed for %s", pod.key)
+                raise Unevaluable(f"cannot evaluate {pod.key}: {exc!r}") from exc
+
+    async def bind(self, namespace: str, name: str, uid: str, node: str, gone: asyncio.Event | None = None) -> str:
+        """The protocol's error for the bind, "" when bound; ``gone`` is set when the caller
+        disconnects (a held gang member then withdraws)."""
+        try:
+            with log_fields(verb="bind", pod=f"{namespace}/{name}", node=node):
+                return await self.binds.bind(namespace, name, uid, node, gone)
+        except (RedisError, OSError, TimeoutError) as exc:
+            # Nothing was bound: the binding is created only after the reservation in Redis succeeded.
+            log.warning("bind of %s/%s failed: Redis unavailable: %s", namespace, name, exc)
+            return f"bind failed: shared state unavailable (Redis: {exc}); nothing was bound"
+        except Exception as exc:  # the Error field sends the pod back to the queue; a 500 would too, less clearly
+            log.exception("bind of %s/%s failed", namespace, name)
+            return f"bind of {namespace}/{name} failed: internal error {exc!r}"
