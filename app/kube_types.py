@@ -11,33 +11,23 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
-    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     StrictBool,
     StrictFloat,
     StrictInt,
     StrictStr,
+    ValidationInfo,
     model_validator,
 )
+from pydantic.functional_validators import ModelWrapValidatorHandler
 
-from extenders.quantity import parse_quantity
-
-# A resource.Quantity as JSON: normally a string ("250m"), numbers are accepted too.
+# A resource.Quantity as JSON: normally a string ("250m"), numbers are accepted too. Its amount is
+# read (and a negative one refused) once, where the pod becomes a PodInfo (extenders.quantity).
 Quantity = StrictStr | StrictInt | StrictFloat
-
-
-def _non_negative(resources: dict[str, Quantity]) -> dict[str, Quantity]:
-    """The API server refuses negative requests, limits, overhead and capacity; a negative one here
-    would make a pod fit anywhere, so it is refused (422) too, naming the resource."""
-    for name, quantity in resources.items():
-        if parse_quantity(quantity) < 0:
-            raise ValueError(f"quantity {quantity!r} of {name} is negative")
-    return resources
-
-
-ResourceList = Annotated[dict[str, Quantity], AfterValidator(_non_negative)]
+ResourceList = dict[str, Quantity]
 Str = StrictStr
 # Kubernetes integers are int32 unless said otherwise; bounding them keeps the engine's arithmetic sane.
 Int = Annotated[int, Field(strict=True, ge=-(2**31), le=2**31 - 1)]
@@ -47,6 +37,25 @@ StrList = list[StrictStr]
 
 class _Obj(BaseModel):
     model_config = ConfigDict(extra="allow")
+
+
+class _Sourced(_Obj):
+    """An object whose JSON is read further as it came (by extenders.sync.convert, or echoed back):
+    parsed from a request, it keeps the very mapping it was validated from, so nothing dumps it again."""
+
+    _source: dict[str, Any] | None = PrivateAttr(default=None)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _keep_source(cls, data: Any, handler: ModelWrapValidatorHandler[Self], info: ValidationInfo) -> Self:
+        model = handler(data)
+        if info.mode == "json" and isinstance(data, dict):  # a plain JSON mapping, nothing else in it
+            model._source = data
+        return model
+
+    def as_json(self) -> dict[str, Any]:
+        """The object as Kubernetes JSON (as sent, when it came in a request)."""
+        return self._source if self._source is not None else self.model_dump(exclude_unset=True, exclude_none=True)
 
 
 class ResourceRequirements(_Obj):
@@ -291,16 +300,12 @@ class PodStatus(_Obj):
     resources: ResourceRequirements | None = None
 
 
-class Pod(_Obj):
+class Pod(_Sourced):
     """A v1.Pod."""
 
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: PodSpec = Field(default_factory=PodSpec)
     status: PodStatus = Field(default_factory=PodStatus)
-
-    def as_json(self) -> dict[str, Any]:
-        """The pod as Kubernetes JSON again (fields that were not sent stay absent)."""
-        return self.model_dump(exclude_none=True)
 
 
 class Taint(_Obj):
@@ -331,7 +336,7 @@ class NodeStatus(_Obj):
     images: list[ContainerImage] | None = None
 
 
-class Node(_Obj):
+class Node(_Sourced):
     """A v1.Node: validated for what we read; the request's own object is what gets echoed."""
 
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)

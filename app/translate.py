@@ -35,7 +35,7 @@ def node_facts(nodes: list[Node]) -> list[NodeFacts]:
     facts: list[NodeFacts] = []
     for item in nodes:
         try:
-            facts.append(convert.node_facts(item.model_dump(exclude_none=True)))
+            facts.append(convert.node_facts(item.as_json()))
         except (QuantityError, ValueError, TypeError) as exc:
             raise BadRequest(f"Nodes.items[{item.metadata.name}]: {exc}") from exc
     return facts
@@ -84,7 +84,7 @@ def filter_answer(args: ExtenderArgs, outcome: FilterOutcome) -> dict[str, Any]:
     if args.NodeNames is None and args.Nodes is not None:
         keep = set(passing)
         # Echo the very objects that came in (only the fields that were sent), in request order.
-        items = [i.model_dump(exclude_unset=True) for i in args.Nodes.items if i.metadata.name in keep]
+        items = [i.as_json() for i in args.Nodes.items if i.metadata.name in keep]
         answer["Nodes"] = {"metadata": {}, "items": items}
     else:
         answer["NodeNames"] = passing

@@ -97,4 +97,8 @@ def resource_amount(name: str, text: str | int | float) -> int:
     amount = milli_value(text) if name == "cpu" else value(text)
     if abs(amount) > MAX_AMOUNT:
         raise QuantityError(f"quantity {text!r} of {name} is out of range")
+    if amount < 0:
+        # The API server refuses negative requests, limits, overhead and allocatable; one in a request
+        # would make a pod fit anywhere.
+        raise QuantityError(f"quantity {text!r} of {name} is negative")
     return amount
