@@ -40,8 +40,11 @@ class _Obj(BaseModel):
 
 
 class _Sourced(_Obj):
-    """An object whose JSON is read further as it came (by extenders.sync.convert, or echoed back):
-    parsed from a request, it keeps the very mapping it was validated from, so nothing dumps it again."""
+    """An object whose JSON is read further as it came (converted by extenders.sync.convert, echoed
+    back): parsed from a request, it keeps the very mapping it was validated from, so nothing dumps it
+    again. Worth it for node objects (converted and echoed, many a request); a pod is dumped when it is
+    converted instead, as keeping its mapping would cost the calls that never convert it (a prioritize
+    answered from its filter's cycle)."""
 
     _source: dict[str, Any] | None = PrivateAttr(default=None)
 
@@ -54,7 +57,7 @@ class _Sourced(_Obj):
         return model
 
     def as_json(self) -> dict[str, Any]:
-        """The object as Kubernetes JSON (as sent, when it came in a request)."""
+        """The object as Kubernetes JSON, as it was sent."""
         return self._source if self._source is not None else self.model_dump(exclude_unset=True, exclude_none=True)
 
 
@@ -300,12 +303,16 @@ class PodStatus(_Obj):
     resources: ResourceRequirements | None = None
 
 
-class Pod(_Sourced):
+class Pod(_Obj):
     """A v1.Pod."""
 
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: PodSpec = Field(default_factory=PodSpec)
     status: PodStatus = Field(default_factory=PodStatus)
+
+    def as_json(self) -> dict[str, Any]:
+        """The pod as Kubernetes JSON (the fields sent, explicit nulls left out)."""
+        return self.model_dump(exclude_unset=True, exclude_none=True)
 
 
 class Taint(_Obj):

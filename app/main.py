@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from app import errors
+from app import errors, translate
 from app.metrics import Metrics
 from app.middleware import (
     BodyLimitMiddleware,
@@ -81,6 +81,7 @@ def create_app(settings: Settings | None = None, *, redis_embedded: bool = False
             state.equivalence,
             state.shared,
             prioritize_ahead=settings.prioritize_ahead,
+            shape_ahead=translate.host_priorities,
         )
         await state.runtime.start()
         await state.gangs.start()

@@ -92,7 +92,12 @@ def filter_answer(args: ExtenderArgs, outcome: FilterOutcome) -> dict[str, Any]:
 
 
 def prioritize_answer(scores: NodeScores) -> list[dict[str, Any]]:
-    """A list of HostPriority."""
+    """A list of HostPriority (built already when the scores were computed ahead of their call)."""
+    answer: list[dict[str, Any]] | None = scores.answer
+    return answer if answer is not None else host_priorities(scores)
+
+
+def host_priorities(scores: NodeScores) -> list[dict[str, Any]]:
     return [{"Host": node, "Score": score} for node, score in scores.items()]
 
 

@@ -1,6 +1,7 @@
 -- A replica's incremental read, atomic. ARGV: prefix, the replica's generation, max changed items,
--- a fresh random store id (used only if the store has none), then the names of the record hashes to
--- read (``pending`` and each kind's: see extenders/sync/kinds.py).
+-- a fresh random store id (used only if the store has none), the names of the record hashes to read,
+-- comma-separated (``pending`` and each kind's: see extenders/sync/kinds.py; one argument, as most
+-- calls find nothing changed and never read it).
 -- Returns {gen, sid} when nothing moved; {gen, sid, 'reload'} when the replica must load everything
 -- (older than the tombstone floor, ahead of the store, or too much changed for one reply);
 -- else {gen, sid, 'delta', nodes, changes of each named hash in order} where
@@ -25,8 +26,8 @@ for i = 1, #scored, 2 do
 end
 local budget = limit - #nodes
 local out = {gen, sid, 'delta', nodes}
-for i = 5, #ARGV do
-  local hkey = P .. ':' .. ARGV[i]
+for name in string.gmatch(ARGV[5], '[^,]+') do
+  local hkey = P .. ':' .. name
   local ids = redis.call('ZRANGEBYSCORE', hkey .. 'z', after, '+inf')
   budget = budget - #ids
   if budget < 0 then return {gen, sid, 'reload'} end

@@ -4,11 +4,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from extenders.model import PodInfo
 
-# Prioritize's answer: a score for each candidate node, in the order the nodes were asked for.
-NodeScores = dict[str, int]
+
+class NodeScores(dict[str, int]):
+    """Prioritize's answer: a score for each candidate node, in the order the nodes were asked for.
+
+    ``answer`` is what the web layer made of the scores when they were computed ahead of their call
+    (``Scheduler``'s ``shape_ahead``), so that work stays off the call's path; None otherwise.
+    """
+
+    __slots__ = ("answer",)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.answer: Any = None
 
 
 class SnapshotUnavailable(Exception):

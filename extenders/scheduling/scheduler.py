@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from itertools import repeat
 from typing import Any
 
 from redis.exceptions import RedisError
@@ -46,11 +47,14 @@ class Scheduler:
         equivalence: EquivalenceCache | None = None,
         shared: SharedTier | None = None,
         prioritize_ahead: bool = True,
+        shape_ahead: Callable[[NodeScores], Any] | None = None,
     ) -> None:
         """``shared``: the equivalence cache's tier in Redis (None: this replica's memory only);
-        ``prioritize_ahead``: score the passing nodes once a filter has answered (see ``Cycle``)."""
+        ``prioritize_ahead``: score the passing nodes once a filter has answered (see ``Cycle``);
+        ``shape_ahead``: what the web layer makes of scores computed ahead, kept as their ``answer``."""
         self.runtime = runtime
         self.prioritize_ahead = prioritize_ahead
+        self.shape_ahead = shape_ahead
         self.policy = policy
         self.equivalence = equivalence or EquivalenceCache()
         self.shared = shared if shared is not None and shared.enabled else None
@@ -161,7 +165,9 @@ class Scheduler:
             return
         with log_fields(verb="prioritize", pod=pod.key):
             memo = self.equivalence.memo(pod, "prioritize", cycle.class_key)
-            cycle.scores = self._score(pod, cycle.snapshot, names, memo)
+            scores = cycle.scores = self._score(pod, cycle.snapshot, names, memo)
+        if self.shape_ahead is not None:
+            scores.answer = self.shape_ahead(scores)
         cycle.names = names
         self.runtime.telemetry.prioritize_ahead.labels("computed").inc()
 
@@ -179,8 +185,7 @@ class Scheduler:
                 self.equivalence.count("prioritize", counts.reused, counts.computed, counts.shared)
                 if self.shared is not None:
                     self.shared.collect(memo)
-        score = scores.get
-        return {n: score(n, 0) for n in names}
+        return NodeScores(zip(names, map(scores.get, names, repeat(0)), strict=True))
 
     async def prioritize(self, pod: PodInfo, names: list[str], nodes: Sequence[NodeFacts] = ()) -> NodeScores:
         """Scores of the candidates ``names`` (each named once) on the current snapshot, refreshed
@@ -191,7 +196,7 @@ class Scheduler:
             except SnapshotUnavailable:
                 # kube-scheduler ignores prioritize errors; neutral scores keep it going.
                 log.warning("prioritize answered neutral scores: snapshot unavailable")
-                return dict.fromkeys(names, 0)
+                return NodeScores((n, 0) for n in names)
             return await self._prioritize_on(pod, snap, names, None)
 
     async def prioritize_in_cycle(self, pod: CyclePod, names: list[str]) -> NodeScores:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from app.translate import binding_answer, filter_answer, preemption_answer, prioritize_answer
+from app.translate import binding_answer, filter_answer, host_priorities, preemption_answer, prioritize_answer
 from app.wire import ExtenderArgs
 from extenders.preemption import MetaVictims
-from extenders.scheduling import FilterOutcome
+from extenders.scheduling import FilterOutcome, NodeScores
 
 POD = {"metadata": {"name": "p", "namespace": "default", "uid": "u"}}
 
@@ -16,7 +16,14 @@ def test_preemption_answer() -> None:
 
 
 def test_prioritize_answer_keeps_the_candidates_order() -> None:
-    assert prioritize_answer({"b": 3, "a": 0}) == [{"Host": "b", "Score": 3}, {"Host": "a", "Score": 0}]
+    answer = prioritize_answer(NodeScores({"b": 3, "a": 0}))
+    assert answer == [{"Host": "b", "Score": 3}, {"Host": "a", "Score": 0}]
+
+
+def test_prioritize_answer_shaped_ahead_is_taken_as_it_is() -> None:
+    scores = NodeScores({"b": 3, "a": 0})
+    scores.answer = host_priorities(scores)
+    assert prioritize_answer(scores) is scores.answer
 
 
 def test_binding_answer() -> None:
