@@ -20,9 +20,9 @@ from app.middleware import (
 from app.routes import cache, gangs, health, nodes, verbs
 from app.settings import Settings, load_settings
 from app.state import AppState
-from extenders.equivalence import EquivalenceCache
+from extenders.equivalence import CacheConfig, EquivalenceCache
 from extenders.equivalence.metrics import EquivalenceCollector
-from extenders.equivalence.shared import SharedTier
+from extenders.equivalence.shared import SharedConfig, SharedTier
 from extenders.gang import BindService, GangService
 from extenders.policy import load_policy
 from extenders.runtime import ClusterRuntime
@@ -47,7 +47,7 @@ def create_app(settings: Settings | None = None, *, redis_embedded: bool = False
     state = AppState(
         settings=settings, metrics=Metrics(), policy=load_policy(settings.policy_file), redis_embedded=redis_embedded
     )
-    state.equivalence = EquivalenceCache(settings.cache_config)
+    state.equivalence = EquivalenceCache(settings.config(CacheConfig))
     state.metrics.registry.register(EquivalenceCollector(state.equivalence, lambda: state.shared))
 
     @asynccontextmanager
@@ -71,7 +71,7 @@ def create_app(settings: Settings | None = None, *, redis_embedded: bool = False
             settings.redis_prefix,
             state.policy,
             state.equivalence,
-            settings.shared_config,
+            settings.config(SharedConfig),
         )
         state.scheduler = Scheduler(
             state.runtime,

@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 import re
 import socket
-from typing import Literal
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 from pydantic import Field, ValidationError, field_validator
@@ -24,6 +25,15 @@ from extenders.runtime import RuntimeConfig
 from extenders.sync.redis_connect import PoolOptions, RedisTarget, parse_sentinels
 
 ENV_PREFIX = "EXTENDER_"
+C = TypeVar("C")
+
+
+@dataclass(frozen=True, slots=True)
+class Into:
+    """Marks a setting as the field ``attr`` of the domain config ``config`` (``Settings.config``)."""
+
+    config: type
+    attr: str
 
 
 def _default_replica_id() -> str:
@@ -45,60 +55,92 @@ class Settings(BaseSettings):
     redis_sentinel_password: str | None = Field(
         default=None, description="password of the Sentinels themselves (their requirepass); unset: none"
     )
-    redis_min_replicas_ack: int = Field(
+    redis_min_replicas_ack: Annotated[int, Into(RuntimeConfig, "min_replicas_ack")] = Field(
         default=0, ge=0, description="Redis replicas that must hold a reservation before the API binds on it (WAIT)"
     )
-    redis_ack_timeout_seconds: float = Field(
+    redis_ack_timeout_seconds: Annotated[float, Into(RuntimeConfig, "replicas_ack_timeout_seconds")] = Field(
         default=1.0, gt=0, description="how long a bind waits for those acknowledgements before answering an error"
     )
-    redis_prefix: str = Field(default="extender", description="prefix of every Redis key (one per cluster)")
-    redis_max_connections: int = Field(default=64, ge=1, description="connection pool size per process")
-    redis_timeout_seconds: float = Field(
+    redis_prefix: Annotated[str, Into(RuntimeConfig, "prefix"), Into(PoolOptions, "history_prefix")] = Field(
+        default="extender", description="prefix of every Redis key (one per cluster)"
+    )
+    redis_max_connections: Annotated[int, Into(PoolOptions, "max_connections")] = Field(
+        default=64, ge=1, description="connection pool size per process"
+    )
+    redis_timeout_seconds: Annotated[float, Into(PoolOptions, "timeout")] = Field(
         default=3.0, gt=0, description="Redis connect/read timeout and wait for a pooled connection"
     )
-    replica_id: str = Field(default_factory=_default_replica_id, description="this replica's name")
+    replica_id: Annotated[str, Into(RuntimeConfig, "replica_id")] = Field(
+        default_factory=_default_replica_id, description="this replica's name"
+    )
     policy_file: str | None = Field(default=None, description="YAML/JSON scheduling policy; built-in default if unset")
     max_body_bytes: int = Field(default=16 * 1024 * 1024, ge=1024, description="larger request bodies get 413")
-    lease_seconds: float = Field(default=15.0, gt=0, description="leader lease for the single watcher")
-    assumed_ttl_seconds: float = Field(default=60.0, gt=0, description="assumed pods never confirmed expire")
-    kube_mode: Literal["auto", "on", "off"] = Field(
+    lease_seconds: Annotated[float, Into(RuntimeConfig, "lease_seconds")] = Field(
+        default=15.0, gt=0, description="leader lease for the single watcher"
+    )
+    assumed_ttl_seconds: Annotated[
+        float, Into(RuntimeConfig, "assumed_ttl_seconds"), Into(GangConfig, "assumed_ttl_seconds")
+    ] = Field(default=60.0, gt=0, description="assumed pods never confirmed expire")
+    kube_mode: Annotated[Literal["auto", "on", "off"], Into(RuntimeConfig, "kube_mode")] = Field(
         default="auto", description="auto: watch the API when a kubeconfig or service account is found"
     )
-    kube_url: str | None = Field(default=None, description="explicit API server URL (overrides kubeconfig)")
-    kube_token: str | None = Field(default=None, description="bearer token for kube_url")
-    kube_transport: Literal["aiohttp", "httpx"] = Field(
+    kube_url: Annotated[str | None, Into(RuntimeConfig, "kube_url")] = Field(
+        default=None, description="explicit API server URL (overrides kubeconfig)"
+    )
+    kube_token: Annotated[str | None, Into(RuntimeConfig, "kube_token")] = Field(
+        default=None, description="bearer token for kube_url"
+    )
+    kube_transport: Annotated[Literal["aiohttp", "httpx"], Into(RuntimeConfig, "kube_transport")] = Field(
         default="aiohttp", description="connection pool under the httpx client: aiohttp (faster) or httpx's own"
     )
-    kube_timeout_seconds: float = Field(
+    kube_timeout_seconds: Annotated[float, Into(RuntimeConfig, "kube_timeout_seconds")] = Field(
         default=10.0,
         gt=0,
         description="timeout of each Kubernetes API request (watches excepted): a bind whose Binding request "
         "outlives it answers an Error",
     )
-    gang_window_seconds: float = Field(default=30.0, gt=0, description="gang window from its first arrival at bind")
-    gang_cooldown_seconds: float = Field(default=10.0, ge=0, description="a rejected gang waits this long")
-    gang_cooldown_max_seconds: float = Field(
+    gang_window_seconds: Annotated[float, Into(GangConfig, "window_seconds")] = Field(
+        default=30.0, gt=0, description="gang window from its first arrival at bind"
+    )
+    gang_cooldown_seconds: Annotated[float, Into(GangConfig, "cooldown_seconds")] = Field(
+        default=10.0, ge=0, description="a rejected gang waits this long"
+    )
+    gang_cooldown_max_seconds: Annotated[float, Into(GangConfig, "cooldown_max_seconds")] = Field(
         default=300.0, ge=0, description="each rejection in a row doubles the cool-down, up to this"
     )
-    gang_max_assembling: int = Field(default=1, ge=1, description="gangs admitted to assemble at once (no deadlock)")
-    gang_arrival_lease_seconds: float = Field(default=5.0, gt=0, description="held bind calls refresh this lease")
-    gang_idle_seconds: float = Field(default=600.0, gt=0, description="gang bookkeeping untouched this long is deleted")
-    gang_queue_idle_seconds: float = Field(default=60.0, gt=0, description="idle queued gangs lose their place")
-    gang_poll_interval_seconds: float = Field(default=0.5, gt=0, description="held calls re-check their gang")
-    gang_sweep_interval_seconds: float = Field(default=1.0, gt=0, description="upkeep of gang leases and windows")
+    gang_max_assembling: Annotated[int, Into(GangConfig, "max_assembling")] = Field(
+        default=1, ge=1, description="gangs admitted to assemble at once (no deadlock)"
+    )
+    gang_arrival_lease_seconds: Annotated[float, Into(GangConfig, "arrival_lease_seconds")] = Field(
+        default=5.0, gt=0, description="held bind calls refresh this lease"
+    )
+    gang_idle_seconds: Annotated[float, Into(GangConfig, "idle_seconds")] = Field(
+        default=600.0, gt=0, description="gang bookkeeping untouched this long is deleted"
+    )
+    gang_queue_idle_seconds: Annotated[float, Into(GangConfig, "queue_idle_seconds")] = Field(
+        default=60.0, gt=0, description="idle queued gangs lose their place"
+    )
+    gang_poll_interval_seconds: Annotated[float, Into(GangConfig, "poll_interval_seconds")] = Field(
+        default=0.5, gt=0, description="held calls re-check their gang"
+    )
+    gang_sweep_interval_seconds: Annotated[float, Into(GangConfig, "sweep_interval_seconds")] = Field(
+        default=1.0, gt=0, description="upkeep of gang leases and windows"
+    )
     gang_labels: str | None = Field(default=None, description="name-key=min-key pairs, comma separated")
-    equivalence_cache: bool = Field(
+    equivalence_cache: Annotated[bool, Into(CacheConfig, "enabled")] = Field(
         default=True,
         description="reuse node-local filter verdicts and raw scores across pods of one equivalence class",
     )
-    equivalence_cache_classes: int = Field(default=256, ge=1, description="classes the cache holds, at most")
-    equivalence_cache_entries: int = Field(
+    equivalence_cache_classes: Annotated[int, Into(CacheConfig, "max_classes"), Into(SharedConfig, "max_classes")] = (
+        Field(default=256, ge=1, description="classes the cache holds, at most")
+    )
+    equivalence_cache_entries: Annotated[int, Into(CacheConfig, "max_entries")] = Field(
         default=1_000_000, ge=1, description="entries (node verdicts and raw scores) the cache holds, at most"
     )
-    equivalence_cache_ttl_seconds: float = Field(
-        default=300.0, gt=0, description="a class unused this long is dropped from the cache"
-    )
-    equivalence_cache_shared: bool = Field(
+    equivalence_cache_ttl_seconds: Annotated[
+        float, Into(CacheConfig, "ttl_seconds"), Into(SharedConfig, "ttl_seconds")
+    ] = Field(default=300.0, gt=0, description="a class unused this long is dropped from the cache")
+    equivalence_cache_shared: Annotated[bool, Into(SharedConfig, "enabled")] = Field(
         default=False,
         description="share computed verdicts and raw scores through Redis, for replicas meeting a class "
         "they hold nothing of (same cap and TTL there); off: measured slower than computing them",
@@ -109,9 +151,15 @@ class Settings(BaseSettings):
         "its own score plugins, so its prioritize call on this replica finds the answer ready; off when a "
         "balancer sends each call to another replica (the work would be wasted)",
     )
-    events: bool = Field(default=True, description="write Kubernetes Events about gangs and failed binds")
-    events_qps: float = Field(default=10.0, gt=0, description="Event writes per second to the API server, at most")
-    events_burst: int = Field(default=50, ge=1, description="Event writes allowed in a burst above events_qps")
+    events: Annotated[bool, Into(RuntimeConfig, "events")] = Field(
+        default=True, description="write Kubernetes Events about gangs and failed binds"
+    )
+    events_qps: Annotated[float, Into(EventLimits, "qps")] = Field(
+        default=10.0, gt=0, description="Event writes per second to the API server, at most"
+    )
+    events_burst: Annotated[int, Into(EventLimits, "burst")] = Field(
+        default=50, ge=1, description="Event writes allowed in a burst above events_qps"
+    )
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         default="info", description="debug, info, warning or error"
     )
@@ -182,73 +230,39 @@ class Settings(BaseSettings):
             sentinel_password=self.redis_sentinel_password,
         )
 
+    def config(self, cls: type[C], **given: Any) -> C:
+        """The domain config ``cls`` with every setting marked ``Into`` it, and ``given`` (what settings
+        do not hold as such): each setting is named once here, once where it is used."""
+        values = {into.attr: getattr(self, name) for name, into in destinations(cls)}
+        return cls(**values, **given)
+
     @property
     def pool_options(self) -> PoolOptions:
         """The Redis pool's options; connections are named after the replica, so CLIENT LIST shows whose they are."""
-        return PoolOptions(
-            max_connections=self.redis_max_connections,
-            timeout=self.redis_timeout_seconds,
-            history_prefix=self.redis_prefix,
-            client_name=re.sub(r"[^A-Za-z0-9._:-]", "_", f"kube-gang-extender:{self.replica_id}"),
+        return self.config(
+            PoolOptions, client_name=re.sub(r"[^A-Za-z0-9._:-]", "_", f"kube-gang-extender:{self.replica_id}")
         )
-
-    @property
-    def event_limits(self) -> EventLimits:
-        return EventLimits(qps=self.events_qps, burst=self.events_burst)
 
     @property
     def runtime_config(self) -> RuntimeConfig:
-        return RuntimeConfig(
-            prefix=self.redis_prefix,
-            replica_id=self.replica_id,
-            lease_seconds=self.lease_seconds,
-            assumed_ttl_seconds=self.assumed_ttl_seconds,
-            kube_mode=self.kube_mode,
-            kube_url=self.kube_url,
-            kube_token=self.kube_token,
-            kube_transport=self.kube_transport,
-            kube_timeout_seconds=self.kube_timeout_seconds,
-            events=self.events,
-            event_limits=self.event_limits,
-            min_replicas_ack=self.redis_min_replicas_ack,
-            replicas_ack_timeout_seconds=self.redis_ack_timeout_seconds,
-        )
+        return self.config(RuntimeConfig, event_limits=self.config(EventLimits))
 
     @property
     def gang_config(self) -> GangConfig:
         """ValueError when ``gang_labels`` is not of the form name-key=min-key,..."""
-        return GangConfig(
-            window_seconds=self.gang_window_seconds,
-            cooldown_seconds=self.gang_cooldown_seconds,
-            cooldown_max_seconds=self.gang_cooldown_max_seconds,
-            max_assembling=self.gang_max_assembling,
-            arrival_lease_seconds=self.gang_arrival_lease_seconds,
-            idle_seconds=self.gang_idle_seconds,
-            queue_idle_seconds=self.gang_queue_idle_seconds,
-            poll_interval_seconds=self.gang_poll_interval_seconds,
-            sweep_interval_seconds=self.gang_sweep_interval_seconds,
-            assumed_ttl_seconds=self.assumed_ttl_seconds,
-            labels=parse_label_pairs(self.gang_labels) if self.gang_labels else DEFAULT_LABELS,
+        return self.config(
+            GangConfig, labels=parse_label_pairs(self.gang_labels) if self.gang_labels else DEFAULT_LABELS
         )
 
-    @property
-    def cache_config(self) -> CacheConfig:
-        """The equivalence cache in this replica's memory."""
-        return CacheConfig(
-            enabled=self.equivalence_cache,
-            max_classes=self.equivalence_cache_classes,
-            max_entries=self.equivalence_cache_entries,
-            ttl_seconds=self.equivalence_cache_ttl_seconds,
-        )
 
-    @property
-    def shared_config(self) -> SharedConfig:
-        """The equivalence cache's tier in Redis: the same cap and TTL as in memory."""
-        return SharedConfig(
-            enabled=self.equivalence_cache_shared,
-            max_classes=self.equivalence_cache_classes,
-            ttl_seconds=self.equivalence_cache_ttl_seconds,
-        )
+def destinations(cls: type) -> list[tuple[str, Into]]:
+    """(setting, its ``Into`` mark) for every setting that goes into the domain config ``cls``."""
+    return [
+        (name, mark)
+        for name, info in Settings.model_fields.items()
+        for mark in info.metadata
+        if isinstance(mark, Into) and mark.config is cls
+    ]
 
 
 _SECRET_FIELDS = ("password=", "ssl_password=")
