@@ -181,6 +181,9 @@ class ControlPlane:
                 "127.0.0.1",
                 "--advertise-address",
                 "127.0.0.1",
+                # No `kubernetes` Service endpoints to keep: newer releases refuse a loopback address for them.
+                "--endpoint-reconciler-type",
+                "none",
                 "--secure-port",
                 str(port),
                 "--tls-cert-file",
