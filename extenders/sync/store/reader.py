@@ -6,7 +6,6 @@ import secrets
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, TypeVar
 
 from redis.exceptions import NoScriptError
@@ -46,12 +45,6 @@ def caught_up_hashes() -> tuple[str, ...]:
     return (PENDING, *(kind.hash for kind in kinds.KINDS))
 
 
-@lru_cache(maxsize=8)
-def _argument(names: tuple[str, ...]) -> str:
-    """``names`` as the catch-up script's one argument (joined once: the table rarely changes)."""
-    return ",".join(names)
-
-
 class SnapshotReader(StoreBase):
     async def generation(self) -> int:
         return int(await self.redis.get(self.key("gen")) or 0)
@@ -78,7 +71,7 @@ class SnapshotReader(StoreBase):
         generations from before mean nothing now (the caller must load everything again).
         """
         names = tuple(hashes) if hashes is not None else caught_up_hashes()
-        reply = await self._catch_up_reply(int(since), int(max_items), secrets.token_hex(8), _argument(names))
+        reply = await self._catch_up_reply(int(since), int(max_items), secrets.token_hex(8), ",".join(names))
         gen, store_id = int(reply[0]), text(reply[1])
         if self._other_history(store_id):
             return CatchUp(gen, reload=True, store_id=store_id)
