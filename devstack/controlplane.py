@@ -29,6 +29,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from app.serving.embedded_redis import die_with_parent, free_port, stop_process
+from devstack import releases
+from devstack.releases import Release
 
 BINARIES = ("etcd", "kube-apiserver", "kube-scheduler")
 REPO = Path(__file__).resolve().parents[1]
@@ -41,14 +43,17 @@ class ControlPlaneError(RuntimeError):
     """A control-plane process did not start, or stopped answering."""
 
 
-def find_binaries() -> tuple[dict[str, str], list[str]]:
-    """``({name: path}, [missing names])``: ``KUBE_BIN_DIR`` first, then ``PATH``."""
+def find_binaries(release: Release | None = None) -> tuple[dict[str, str], list[str]]:
+    """``({name: path}, [missing names])``: ``KUBE_BIN_DIR`` first, then ``PATH``. With a release,
+    kube-apiserver and kube-scheduler are that release's (found, or built: devstack.releases)."""
     found: dict[str, str] = {}
     missing: list[str] = []
     bin_dir = os.environ.get("KUBE_BIN_DIR")
     for name in BINARIES:
         candidate = Path(bin_dir) / name if bin_dir else None
-        if candidate is not None and os.access(candidate, os.X_OK):
+        if release is not None and name != "etcd":
+            found[name] = str(releases.binaries(release) / name)
+        elif candidate is not None and os.access(candidate, os.X_OK):
             found[name] = str(candidate)
         elif path := shutil.which(name):
             found[name] = path
@@ -128,9 +133,18 @@ class ControlPlane:
     # The extender's own identity: the ServiceAccount deploy/ grants its ClusterRole to.
     extender_token: str = field(default_factory=lambda: secrets.token_hex(16))
     processes: list[Process] = field(default_factory=list)
+    # Feature gates of the cluster ("GenericWorkload=true"), for kube-apiserver and every kube-scheduler
+    # started on it, and the API versions to serve beyond the defaults ("scheduling.k8s.io/v1beta1=true").
+    feature_gates: str = ""
+    runtime_config: str = ""
     url: str = ""
     ca_file: Path = field(init=False)
     kubeconfig: Path = field(init=False)
+
+    @property
+    def version(self) -> str:
+        """The release kube-apiserver reports ("1.37.2"), or "" when it does not say."""
+        return releases.binary_version(self.binaries["kube-apiserver"]) or ""
 
     def start(self, timeout: float = 90.0) -> ControlPlane:
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -208,6 +222,8 @@ class ControlPlane:
                 str(certs),
                 "--profiling=false",
                 "--v=1",
+                *([f"--feature-gates={self.feature_gates}"] if self.feature_gates else []),
+                *([f"--runtime-config={self.runtime_config}"] if self.runtime_config else []),
             ],
             self.workdir,
         )
@@ -406,6 +422,7 @@ class KubeScheduler:
                 "--cert-dir",
                 str(cert_dir),
                 f"--v={self.verbosity}",
+                *([f"--feature-gates={self.plane.feature_gates}"] if self.plane.feature_gates else []),
             ],
             self.workdir,
         )

@@ -22,8 +22,10 @@ from typing import Any
 import orjson
 
 from app.serving.embedded_redis import EmbeddedRedis, EmbeddedRedisError
+from devstack import releases
 from devstack.controlplane import ControlPlane, ControlPlaneError, find_binaries
 from devstack.kube import Kube, install_podgroup_crd, resources, wait_for
+from devstack.releases import Release, ReleaseUnavailable
 from devstack.stack import Stack
 
 NAMESPACE = "demo"
@@ -40,8 +42,11 @@ class DemoError(RuntimeError):
 
 
 @contextlib.contextmanager
-def _running(workdir: Path) -> Iterator[tuple[ControlPlane, EmbeddedRedis]]:
-    binaries, missing = find_binaries()
+def _running(workdir: Path, release: Release | None) -> Iterator[tuple[ControlPlane, EmbeddedRedis]]:
+    try:
+        binaries, missing = find_binaries(release)
+    except ReleaseUnavailable as exc:
+        raise DemoError(str(exc)) from exc
     if missing:
         raise DemoError(
             f"missing {', '.join(missing)}: set KUBE_BIN_DIR to a directory holding kube-apiserver and "
@@ -99,10 +104,11 @@ def _extender_events(kube: Kube) -> list[dict[str, Any]]:
     ]
 
 
-def run(workdir: Path, timeout: float = 120.0, keep: bool = False) -> dict[str, Any]:
-    """Run the scenario; the result is what ``--json`` prints."""
+def run(workdir: Path, timeout: float = 120.0, keep: bool = False, release: Release | None = None) -> dict[str, Any]:
+    """Run the scenario; the result is what ``--json`` prints. ``release``: the Kubernetes release
+    to run (built when not at hand); None takes the binaries of KUBE_BIN_DIR or PATH."""
     started = time.monotonic()
-    with _running(workdir) as (plane, redis):
+    with _running(workdir, release) as (plane, redis):
         kube = Kube(plane.client())
         install_podgroup_crd(kube)
         kube.create_namespace(NAMESPACE)
@@ -206,12 +212,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
     parser.add_argument("--keep", action="store_true", help="leave the stack running until Ctrl-C")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the gang (default 120)")
+    parser.add_argument(
+        "--kube-version",
+        metavar="VERSION",
+        help="run this Kubernetes release (e.g. 1.37.2; built with scripts/kube-build.sh when not at hand) "
+        "instead of the binaries in KUBE_BIN_DIR or on PATH",
+    )
     args = parser.parse_args(argv)
+    release = releases.select(args.kube_version)[0] if args.kube_version else None
     workdir = Path(tempfile.mkdtemp(prefix="gang-demo-"))
     if not args.json:
         print("Starting etcd, kube-apiserver, kube-scheduler, Redis and two extender replicas ...", flush=True)
     try:
-        result = run(workdir, timeout=args.timeout, keep=args.keep)
+        result = run(workdir, timeout=args.timeout, keep=args.keep, release=release)
     except DemoError as exc:
         print(f"demo failed: {exc}", file=sys.stderr)
         return 1

@@ -1,21 +1,28 @@
 """Fixtures of the end-to-end tier: one real control plane per session, our replicas behind a
 balancer registered as extenders of a real kube-scheduler, a namespace and fresh nodes per test.
 
-Binaries: ``KUBE_BIN_DIR`` (kube-apiserver, kube-scheduler, optionally etcd), else ``PATH``.
-Without them the tier is left out with one line naming what is missing (tests/plugins/e2e_tier.py),
-unless ``EXTENDER_E2E=required`` (as in CI), where a missing binary fails it.
+Every test runs once per Kubernetes release it is meant for (``kube_release``, a session
+parameter, so one control plane runs at a time): the whole tier on the newest tested release, the
+tests marked ``every_release`` on each (devstack/releases.py). ``KUBE_VERSIONS`` names other
+releases ("1.28.7" or "1.37.2,1.34.4"), each then running the whole tier. A release's binaries
+come from ``KUBE_BIN_DIR`` when they are that version, else the build cache, else they are built
+(minutes, once). Without them the release's tests are left out with one line naming what is
+missing (tests/plugins/e2e_tier.py), unless ``EXTENDER_E2E=required`` (as in CI): then they fail.
 """
 
 from __future__ import annotations
 
+import os
 import secrets
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
+from devstack import releases
 from devstack.controlplane import ControlPlane, find_binaries
 from devstack.kube import Kube, install_podgroup_crd, priority_class, wait_for
+from devstack.releases import Release
 from devstack.stack import Stack
 from tests.e2e.scenarios import ScenarioCluster, Target
 from tests.plugins.e2e_tier import missing_message
@@ -24,13 +31,35 @@ from tests.plugins.e2e_tier import missing_message
 GANG_ENV = {"EXTENDER_GANG_ARRIVAL_LEASE_SECONDS": "3"}
 
 
+def selected_releases() -> list[Release]:
+    return releases.select(os.environ.get("KUBE_VERSIONS"))
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "kube_release" not in metafunc.fixturenames:
+        return
+    everywhere = metafunc.definition.get_closest_marker("every_release") is not None
+    chosen = [r for r in selected_releases() if everywhere or r.whole_tier]
+    metafunc.parametrize("kube_release", chosen, ids=[r.version for r in chosen], indirect=True, scope="session")
+
+
 @pytest.fixture(scope="session")
-def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    binaries, _ = find_binaries()
-    message = missing_message()
+def kube_release(request: pytest.FixtureRequest) -> Release:
+    """The release this test runs against (a parameter: see the module's docstring)."""
+    release: Release = request.param
+    return release
+
+
+@pytest.fixture(scope="session")
+def control_plane(kube_release: Release, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    message = missing_message(kube_release)
     if message is not None:
         pytest.fail(f"end-to-end tier: {message}", pytrace=False)
-    plane = ControlPlane(tmp_path_factory.mktemp("control-plane"), binaries)
+    try:
+        binaries, _ = find_binaries(kube_release)
+    except releases.ReleaseUnavailable as exc:
+        pytest.fail(f"end-to-end tier on v{kube_release.version}: {exc}", pytrace=False)
+    plane = ControlPlane(tmp_path_factory.mktemp(f"control-plane-{kube_release.version}"), binaries)
     try:
         plane.start()
         yield plane

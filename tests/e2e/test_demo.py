@@ -8,14 +8,19 @@ import orjson
 import pytest
 
 from devstack.demo import GANG, MEMBERS, render
+from devstack.releases import Release
 from devstack.replica import REPO
 
 pytestmark = pytest.mark.e2e
 
 
-def test_the_demo_places_its_gang_and_shows_status_and_events() -> None:
+def test_the_demo_places_its_gang_and_shows_status_and_events(kube_release: Release) -> None:
     done = subprocess.run(
-        [str(REPO / "scripts" / "demo.sh"), "--json"], cwd=REPO, capture_output=True, text=True, timeout=300
+        [str(REPO / "scripts" / "demo.sh"), "--json", "--kube-version", kube_release.version],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr[-4000:]
     result = orjson.loads(done.stdout)
