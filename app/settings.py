@@ -19,6 +19,7 @@ from redis.asyncio.connection import parse_url
 
 from extenders.equivalence import CacheConfig
 from extenders.equivalence.shared import SharedConfig
+from extenders.features import parse_version
 from extenders.gang.config import DEFAULT_LABELS, GangConfig, parse_label_pairs
 from extenders.kube.events import EventLimits
 from extenders.runtime import RuntimeConfig
@@ -89,6 +90,11 @@ class Settings(BaseSettings):
     )
     kube_token: Annotated[str | None, Into(RuntimeConfig, "kube_token")] = Field(
         default=None, description="bearer token for kube_url"
+    )
+    kube_version: Annotated[str | None, Into(RuntimeConfig, "kube_version")] = Field(
+        default=None,
+        description="the kube-scheduler release whose plug-in behaviour to follow (e.g. 1.31); default: the "
+        "API server's, read from /version",
     )
     kube_transport: Annotated[Literal["aiohttp", "httpx"], Into(RuntimeConfig, "kube_transport")] = Field(
         default="aiohttp", description="connection pool under the httpx client: aiohttp (faster) or httpx's own"
@@ -209,6 +215,13 @@ class Settings(BaseSettings):
         if value:
             parse_url(value)  # ValueError for a bad scheme or query option, e.g. socket_timeout=abc
         return value
+
+    @field_validator("kube_version")
+    @classmethod
+    def _kube_version(cls, value: str | None) -> str | None:
+        if value:
+            parse_version(value)  # VersionError (a ValueError) names the expected form
+        return value or None
 
     @field_validator("redis_sentinels")
     @classmethod

@@ -70,8 +70,9 @@ class PodInfo:
     requests: dict[str, int] = field(default_factory=dict)
     nonzero_cpu: int = 0
     nonzero_memory: int = 0
-    # (millicpu, memory) the resource scorers count for this pod as the one being scheduled, when
-    # it differs from the non-zero pair above (only with pod-level requests); None otherwise.
+    # (millicpu, memory) NodeResourcesFit's scorer counts for this pod as the one being scheduled
+    # (its containers' spec, defaults filled in, pod-level requests ignored), when it differs from the
+    # non-zero pair above; None otherwise (extenders.resources.fit_score_requests).
     score_nonzero: tuple[int, int] | None = None
     best_effort: bool = False
     host_ports: list[HostPort] = field(default_factory=list)
@@ -81,6 +82,11 @@ class PodInfo:
     topology_spread: list[dict[str, Any]] = field(default_factory=list)
     volumes: list[dict[str, Any]] = field(default_factory=list)
     images: list[str] = field(default_factory=list)
+    init_images: int = 0  # how many of ``images``, the first ones, are init containers'
+    volume_images: int = 0  # how many of ``images``, the last ones, are image volumes'
+    # The native pod group the pod belongs to (1.36+ spec.schedulingGroup.podGroupName, 1.35
+    # spec.workloadRef as "workload/podGroup[/replicaKey]"): kube-scheduler's own gang plug-in's to hold.
+    native_group: str = ""
     deletion_timestamp: str | None = None
     creation_timestamp: str | None = None
     start_time: str | None = None

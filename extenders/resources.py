@@ -6,6 +6,10 @@ started before one keeps running. A pod being resized in place counts, per resou
 of that aggregate over its spec and over what its status says was allocated and is actuated.
 Pod-level requests (``spec.resources``), when set, replace the aggregate for cpu, memory and
 hugepages. The pod overhead is added last.
+
+NodeResourcesFit's scorer (LeastAllocated, MostAllocated) counts the pod being scheduled another
+way: every container's spec with the scoring defaults filled in, ignoring pod-level requests and the
+status (see ``PodResources.score_nonzero``).
 """
 
 from __future__ import annotations
@@ -210,6 +214,16 @@ class _Pod:
         _max_into(total, init_peak)
         return total
 
+    def pod_status_totals(self) -> tuple[Json, Json] | None:
+        """The status's pod-wide (allocated, actuated) requests, when it carries both, else None."""
+        allocated = self.status.get("allocatedResources")
+        actuated = (self.status.get("resources") or {}).get("requests")
+        return None if allocated is None or actuated is None else (allocated, actuated)
+
+    def status_is_spec(self) -> bool:
+        """Whether the containers' aggregate is their spec's: no status says otherwise."""
+        return self.echoes_spec and not self.infeasible and self.pod_status_totals() is None
+
     def containers_requests(self, defaults: Mapping[str, int] | None) -> dict[str, int]:
         """The containers' aggregate with in-place resizes: the larger of spec, allocated and actuated.
 
@@ -217,10 +231,9 @@ class _Pod:
         containers' statuses. A resize found infeasible no longer counts the spec it asked for.
         """
         desired = self.aggregate(_spec_view, defaults)
-        pod_allocated = self.status.get("allocatedResources")
-        pod_actuated = (self.status.get("resources") or {}).get("requests")
-        if pod_allocated is not None and pod_actuated is not None:
-            allocated, actuated = _amounts(pod_allocated), _amounts(pod_actuated)
+        totals = self.pod_status_totals()
+        if totals is not None:
+            allocated, actuated = _amounts(totals[0]), _amounts(totals[1])
         elif self.echoes_spec and not self.infeasible:
             return desired  # allocated and actuated are the spec: all three views agree
         else:
@@ -278,21 +291,37 @@ class PodResources(NamedTuple):
     requests: dict[str, int]  # what fit counts, zero amounts dropped
     nonzero_cpu: int  # what the pod adds to its node's non-zero requested totals
     nonzero_memory: int
-    # What the resource scorers count for the pod while it is the one being scheduled, when that
-    # differs from the non-zero pair (only ever with pod-level requests), else None.
+    # What NodeResourcesFit's scorer counts for the pod while it is the one being scheduled, when
+    # that differs from the non-zero pair (with pod-level requests, or a status that differs from
+    # the spec), else None. See ``fit_score_requests``.
     score_nonzero: tuple[int, int] | None
 
 
 _DEFAULTS = {CPU: DEFAULT_MILLI_CPU_REQUEST, MEMORY: DEFAULT_MEMORY_REQUEST}
 
 
+def fit_score_requests(pod: _Pod) -> dict[str, int]:
+    """What NodeResourcesFit's scorer counts for the pod being scheduled (kube-scheduler 1.33 on).
+
+    resourceAllocationScorer.calculatePodResourceRequest reads its own enablePodLevelResources and
+    enableInPlacePodVerticalScaling, which NewFit never sets (it sets Fit's fields of those names,
+    and only BalancedAllocation sets its scorer's): PodRequests then skips pod-level requests and
+    the status. Every container that omits cpu or memory counts the default, and the overhead is
+    added. (Before 1.33 the two gates were read directly; with their defaults, the same amounts.)
+    """
+    total = pod.aggregate(_spec_view, _DEFAULTS)
+    _add(total, pod.overhead)
+    return total
+
+
 def pod_resources(spec: Json, status: Json | None = None) -> PodResources:
     """Requests and non-zero requests of a pod.
 
     A container that omits cpu or memory counts kube-scheduler's default for it in the non-zero
-    totals. With pod-level requests set, a node's totals fill the default in only where nothing
-    (containers, the pod level, the overhead) names that resource, while the scorers, for the pod
-    being scheduled, still fill it in for every container that omits it.
+    totals (NodeInfo.NonZeroRequested, from PodInfo.CalculateResource). With pod-level requests
+    set, a node's totals fill the default in only where nothing (containers, the pod level, the
+    overhead) names that resource. The pod being scheduled, NodeResourcesFit's scorer counts with
+    ``fit_score_requests``: its containers' spec alone, defaults filled in for every container.
     """
     pod = _Pod(spec, status or {})
     pod_level = pod.pod_level_requests()
@@ -301,8 +330,8 @@ def pod_resources(spec: Json, status: Json | None = None) -> PodResources:
     nonzero = pod.requests(pod_level, defaults) if defaults else requests
     pair = (nonzero.get(CPU, 0), nonzero.get(MEMORY, 0))
     score_nonzero: tuple[int, int] | None = None
-    if defaults is not _DEFAULTS:
-        scored = pod.requests(pod_level, _DEFAULTS)
+    if pod_level is not None or not pod.status_is_spec():
+        scored = fit_score_requests(pod)
         score_pair = (scored.get(CPU, 0), scored.get(MEMORY, 0))
         score_nonzero = score_pair if score_pair != pair else None
     return PodResources({k: v for k, v in requests.items() if v}, pair[0], pair[1], score_nonzero)

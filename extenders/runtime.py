@@ -21,9 +21,11 @@ import redis.asyncio as aredis
 from redis.exceptions import RedisError
 
 from extenders.aio import cancel_and_wait, raise_if_cancelling
+from extenders.features import Features, parse_version
 from extenders.kube.client import KubeClient
 from extenders.kube.config import build_http_client
 from extenders.kube.events import EventLimits, EventRecorder
+from extenders.kube.version import follow_version
 from extenders.logs import FailureLog
 from extenders.model import NodeInfo
 from extenders.snapshot import Snapshot
@@ -57,6 +59,8 @@ class RuntimeConfig:
     readiness_timeout_seconds: float = 2.0
     events: bool = True  # write Kubernetes Events (when an API server is configured)
     event_limits: EventLimits = field(default_factory=EventLimits)
+    # The kube-scheduler release to follow ("1.31"); None: the API server's (see extenders.features).
+    kube_version: str | None = None
     min_replicas_ack: int = 0  # Redis replicas that must hold a reservation before the API binds (see Store)
     replicas_ack_timeout_seconds: float = 1.0
 
@@ -79,6 +83,11 @@ class ClusterRuntime:
             ack_timeout=config.replicas_ack_timeout_seconds,
         )
         self.cache = SnapshotCache(self.store, telemetry=self.telemetry)
+        # Where the followed release comes from: "setting", "cluster" (once read) or "default".
+        self.version_source = "default"
+        if config.kube_version:
+            self.cache.follow(parse_version(config.kube_version))
+            self.version_source = "setting"
         http = build_http_client(
             config.kube_mode,
             config.kubeconfig,
@@ -120,6 +129,12 @@ class ClusterRuntime:
             self._tasks.append(self.elector.start())
         self._tasks.append(asyncio.create_task(self._sweep_loop(), name="assumed-sweeper"))
         self._tasks.append(asyncio.create_task(self._initial_load(), name="snapshot-initial-load"))
+        if self.kube is not None and self.version_source != "setting":
+            self._tasks.append(asyncio.create_task(follow_version(self.kube, self._follow), name="kube-version"))
+
+    def _follow(self, features: Features) -> None:
+        self.cache.follow(features)
+        self.version_source = "cluster"
 
     async def stop(self) -> None:
         if self.elector is not None:
@@ -152,6 +167,8 @@ class ClusterRuntime:
             "is_leader": self.is_leader(),
             "snapshot_loaded": self.cache.loaded,
             "generation": self.cache.current.generation,
+            "kube_version": self.cache.current.features.name,
+            "kube_version_source": self.version_source,
         }
         timeout = self.config.readiness_timeout_seconds
         try:

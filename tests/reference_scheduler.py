@@ -3,6 +3,8 @@
 Written from the Kubernetes semantics directly over raw v1.Pod / v1.Node JSON, by brute
 force (every check rescans the cluster), sharing nothing with ``extenders.plugins`` or
 ``extenders.labels``: only quantity parsing is borrowed. Slow on purpose; small clusters only.
+Reasons are worded as the newest kube-scheduler release words them (the engine's default release):
+e.g. TaintToleration names no taint, as from 1.34.2.
 """
 
 from __future__ import annotations
@@ -235,7 +237,7 @@ def match_node_selector(pod: Json, node: Json, cluster: Cluster) -> Result:
 def pod_tolerates_node_taints(pod: Json, node: Json, cluster: Cluster) -> Result:
     for taint in hard_taints(node):
         if not tolerated(pod, taint):
-            return (False, f"node(s) had untolerated taint {{{taint.get('key', '')}: {taint.get('value', '')}}}", True)
+            return (False, "node(s) had untolerated taint(s)", True)
     return OK
 
 

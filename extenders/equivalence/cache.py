@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from extenders.equivalence.classes import equivalence_class
+from extenders.features import NEWEST, Features
 from extenders.model import NodeInfo, PodInfo
 from extenders.plugins.framework import Verdict
 
@@ -135,14 +136,17 @@ class EquivalenceCache:
     def enabled(self) -> bool:
         return self.config.enabled
 
-    def memo(self, pod: PodInfo, verb: str = "filter", key: str | None = None) -> ClassMemo | None:
-        """The memo of ``pod``'s class, admitted for ``verb`` once that verb has seen the class before;
-        None when the cache is off. ``key``: the class, when the caller knows it (it is not checked)."""
+    def memo(
+        self, pod: PodInfo, verb: str = "filter", key: str | None = None, features: Features = NEWEST
+    ) -> ClassMemo | None:
+        """The memo of ``pod``'s class under ``features`` (the snapshot's), admitted for ``verb`` once
+        that verb has seen the class before; None when the cache is off. ``key``: the class, when the
+        caller knows it (it is not checked)."""
         if not self.config.enabled:
             return None
         now = self.clock()
         self._expire(now)
-        key = key or equivalence_class(pod)
+        key = key or equivalence_class(pod, features)
         memo = self._classes.get(key)
         if memo is None:
             memo = ClassMemo(key, now)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from hashlib import blake2b
 
 from extenders.canonical import canonical_json
+from extenders.features import NEWEST, Features
 from extenders.model import PodInfo
 
 # What scheduling reads of the incoming pod.
@@ -31,6 +32,8 @@ CLASS_FIELDS: tuple[str, ...] = (
     "topology_spread",
     "volumes",
     "images",
+    "init_images",
+    "volume_images",
 )
 # Identity and lifecycle: read by nothing that decides where the pod may go. ``owner`` is read by
 # scorers that look at other nodes (SelectorSpread, NodePreferAvoidPods), which are not cached.
@@ -46,10 +49,14 @@ IGNORED_FIELDS: tuple[str, ...] = (
     "owner",
     "assumed",
     "nominated_node_name",  # read by the engine for the pods it adds, never for the incoming pod
+    "native_group",  # read by the gang rules, which run outside the cached plug-ins
 )
 
 
-def equivalence_class(pod: PodInfo) -> str:
-    """The class digest (32 hex digits)."""
+def equivalence_class(pod: PodInfo, features: Features = NEWEST) -> str:
+    """The class digest (32 hex digits). How the followed release's plug-ins behave is part of it:
+    the same pod may get other verdicts and scores under another release, and replicas share entries."""
     canonical = canonical_json({name: getattr(pod, name) for name in CLASS_FIELDS})
-    return blake2b(canonical, digest_size=16).hexdigest()
+    digest = blake2b(canonical, digest_size=16)
+    digest.update(features.behaviour.encode())
+    return digest.hexdigest()

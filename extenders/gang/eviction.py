@@ -2,11 +2,19 @@
 
 kube-scheduler evicts victims on one node only. When its victims there take a gang below its minimum,
 the preempt verb records the gang (``GangEviction``): which of its members kube-scheduler is to evict
-on that node (the trigger) and which live on other nodes. The watch leader's evictor waits for the
-trigger: once one of those members is gone or leaving (kube-scheduler picked that node), it evicts the
-rest as kube-scheduler evicts its victims (a DisruptionTarget condition, then a delete with the pod's
-UID as precondition), with an Event on each pod and on the PodGroup. A record whose trigger never
-comes (kube-scheduler picked no node, or another preemption cycle won) expires.
+on that node (the trigger), which live on other nodes, and its minimum. The watch leader's evictor
+waits for the trigger: once one of those members is gone or leaving (kube-scheduler picked that node)
+and fewer than the minimum of the others are left, it evicts the rest as kube-scheduler evicts its
+victims (a DisruptionTarget condition, then a delete with the pod's UID as precondition), with an Event
+on each pod and on the PodGroup. A record whose trigger never comes (kube-scheduler picked no node, or
+another preemption cycle won) expires. Records are kept per gang and node: preemptions of several pods
+may each take the same gang on another node.
+
+Since 1.33 kube-scheduler evicts asynchronously, so the next preemptor's cycle may be decided before a
+victim's deletion is seen. The preempt verb therefore marks the victims of an answer with one node
+(``mark_preempting``): the next decisions take them as leaving, so a gang two preemptions break
+together is seen broken by the second. The evictor itself counts only what the snapshot says, so a
+mark that turns out wrong (kube-scheduler's own checks refused the node) evicts nothing.
 """
 
 from __future__ import annotations
@@ -36,6 +44,8 @@ log = logging.getLogger(__name__)
 
 # kube-scheduler evicts its victims right after it picks the node; this is the margin.
 RECORD_SECONDS = 30.0
+# How long a victim of an answer stays marked as leaving: its deletion shows in the snapshot well before.
+PREEMPTING_SECONDS = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,22 +58,37 @@ class GangEviction:
     preemptor: str  # namespace/name
     trigger: tuple[str, ...]  # uids of the gang's victims on ``node``
     members: tuple[PodRef, ...]
+    minimum: int = 1  # the gang's minimum: fewer of ``members`` left than this, and they are evicted
+
+    @property
+    def field(self) -> str:
+        return f"{self.gang}|{self.node}"
 
 
 class EvictionStore:
-    """The recorded gang evictions in Redis: one hash, gang -> record with its deadline (epoch ms)."""
+    """The recorded gang evictions in Redis: one hash, ``gang|node`` -> record with its deadline (epoch
+    ms); and the victims of recent answers, a sorted set of uids scored by when their mark ends."""
 
     def __init__(self, redis: aredis.Redis, prefix: str) -> None:
         self.redis = redis
         self.key = f"{prefix}:gangevict"
+        self.preempting_key = f"{prefix}:preempting"
 
     async def record(self, evictions: Sequence[GangEviction], seconds: float = RECORD_SECONDS) -> None:
         until = int((time.time() + seconds) * 1000)
         await self.redis.hset(
             self.key,
             mapping={
-                e.gang: orjson.dumps(
-                    {"node": e.node, "by": e.preemptor, "trigger": e.trigger, "members": e.members, "until": until}
+                e.field: orjson.dumps(
+                    {
+                        "gang": e.gang,
+                        "node": e.node,
+                        "by": e.preemptor,
+                        "trigger": e.trigger,
+                        "members": e.members,
+                        "min": e.minimum,
+                        "until": until,
+                    }
                 )
                 for e in evictions
             },
@@ -74,24 +99,40 @@ class EvictionStore:
         out: list[tuple[GangEviction, int]] = []
         raw: dict[Any, Any] = await self.redis.hgetall(self.key)
         for field_, value in raw.items():
-            gang = field_.decode() if isinstance(field_, bytes) else str(field_)
+            name = field_.decode() if isinstance(field_, bytes) else str(field_)
             try:
                 doc = orjson.loads(value)
                 eviction = GangEviction(
-                    gang,
+                    str(doc.get("gang") or name.partition("|")[0]),
                     str(doc["node"]),
                     str(doc["by"]),
                     tuple(str(u) for u in doc["trigger"]),
                     tuple((str(uid), str(ref)) for uid, ref in doc["members"]),
+                    int(doc.get("min") or 1),
                 )
                 out.append((eviction, int(doc["until"])))
             except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
-                log.warning("dropping an unreadable gang eviction record for %s", gang)
-                await self.done(gang)
+                log.warning("dropping an unreadable gang eviction record %s", name)
+                await self.redis.hdel(self.key, name)
         return out
 
-    async def done(self, gang: str) -> None:
-        await self.redis.hdel(self.key, gang)
+    async def done(self, *fields: str) -> None:
+        if fields:
+            await self.redis.hdel(self.key, *fields)
+
+    async def mark_preempting(self, uids: Sequence[str], seconds: float = PREEMPTING_SECONDS) -> None:
+        """``uids`` are being evicted by kube-scheduler (maybe not yet seen): leaving, for a while."""
+        now = int(time.time() * 1000)
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.zremrangebyscore(self.preempting_key, "-inf", now)
+            if uids:
+                pipe.zadd(self.preempting_key, dict.fromkeys(uids, now + int(seconds * 1000)))
+            await pipe.execute()
+
+    async def preempting(self) -> frozenset[str]:
+        """The uids marked by ``mark_preempting`` whose mark has not ended."""
+        raw = await self.redis.zrangebyscore(self.preempting_key, int(time.time() * 1000), "+inf")
+        return frozenset(u.decode() if isinstance(u, bytes) else str(u) for u in raw)
 
 
 class GangEvictor:
@@ -125,28 +166,34 @@ class GangEvictor:
         snapshot = await self.snapshot()
         now = time.time() * 1000
         evicted: list[str] = []
+        fields: dict[str, list[str]] = {}  # gang -> its records' fields
+        for eviction, _until in records:
+            fields.setdefault(eviction.gang, []).append(eviction.field)
         for eviction, until in records:
-            if not any(_gone(snapshot, uid) for uid in eviction.trigger):
+            if eviction.gang in evicted:
+                continue
+            left = [m for m in eviction.members if not _gone(snapshot, m[0])]
+            if not any(_gone(snapshot, uid) for uid in eviction.trigger) or len(left) >= eviction.minimum:
                 if now > until:
                     log.info(
-                        "gang %s: kube-scheduler did not preempt on node %s; nothing more evicted",
+                        "gang %s: kube-scheduler did not take it below its minimum on node %s; nothing more evicted",
                         eviction.gang,
                         eviction.node,
                     )
-                    await self.store.done(eviction.gang)
+                    await self.store.done(eviction.field)
                 continue
-            await self._evict(eviction, snapshot)
-            await self.store.done(eviction.gang)
+            await self._evict(eviction, left, snapshot)
+            await self.store.done(*fields[eviction.gang])
             evicted.append(eviction.gang)
         return evicted
 
-    async def _evict(self, eviction: GangEviction, snapshot: Snapshot) -> None:
+    async def _evict(self, eviction: GangEviction, left: Sequence[PodRef], snapshot: Snapshot) -> None:
         message = (
             f"preempted with its gang {eviction.gang}, which goes whole: its members on node {eviction.node} "
             f"were preempted by pod {eviction.preemptor}"
         )
         gone = 0
-        for uid, ref in eviction.members:
+        for uid, ref in left:
             namespace, _, name = ref.partition("/")
             if await self.kube.preempt_pod(namespace, name, uid, f"kube-gang-extender: {message}"):
                 gone += 1

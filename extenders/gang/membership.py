@@ -5,6 +5,11 @@ accepted (``GangConfig.labels``); for the scheduler-plugins label the quorum com
 PodGroup object's ``spec.minMember`` when the snapshot has one, else from the
 ``scheduling.x-k8s.io/min-available`` annotation. A gang whose minimum cannot be told is still
 a gang (its members fail filter with the reason) so they never bind one by one by accident.
+
+A pod of a native pod group (``spec.schedulingGroup`` from 1.36, ``spec.workloadRef`` in 1.35; the
+API server keeps the field only with its ``GenericWorkload`` gate on) is no gang member here, whatever
+its labels: kube-scheduler's GangScheduling plug-in holds the group, and holding it here as well could
+only make both wait on each other.
 """
 
 from __future__ import annotations
@@ -58,7 +63,10 @@ def _positive_int(text: str) -> int | None:
 def gang_ref(
     pod: PodInfo, podgroups: Mapping[str, PodGroupInfo] | None = None, config: GangConfig = DEFAULT_CONFIG
 ) -> GangRef | None:
-    """The pod's gang, or None when no configured label names one."""
+    """The pod's gang, or None when no configured label names one, or when the pod belongs to a native
+    pod group: kube-scheduler's own gang plug-in holds those, and a pod is never held twice."""
+    if pod.native_group:
+        return None
     for name_key, min_key in config.labels:
         name = _lookup(pod, name_key)
         if not name:
@@ -163,7 +171,10 @@ def _live(pod: PodInfo) -> bool:
 
 
 def gang_key(pod: PodInfo, config: GangConfig = DEFAULT_CONFIG) -> str | None:
-    """Just the gang's ``namespace/name`` (no quorum lookup): what indexing members needs."""
+    """Just the gang's ``namespace/name`` (no quorum lookup): what indexing members needs; None for a
+    pod of a native pod group, as in ``gang_ref``."""
+    if pod.native_group:
+        return None
     for name_key, _min_key in config.labels:
         name = _lookup(pod, name_key)
         if name:

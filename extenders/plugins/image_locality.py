@@ -1,6 +1,7 @@
 """ImageLocality: prefer nodes that already hold the pod's images.
 
-The images are those of the init containers, the containers and the image volumes. Each one
+The images are those of the init containers (from 1.30), the containers and the image volumes
+(from 1.36, and counted in the scale below from 1.37: see extenders.features). Each one
 present on the node adds ``size * (nodes having it / all nodes)``, so an image that is
 everywhere does not pull pods onto one node. The sum is clamped to 23 MiB .. 1000 MiB per
 image and scaled to kube-scheduler's 0..100 in integers, as kube-scheduler does: small images
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from extenders.features import Features
 from extenders.model import NodeInfo, PodInfo
 from extenders.plugins.framework import MAX_PRIORITY, ConstantScore, ScoringContext, summary_of
 from extenders.plugins.helper.normalize import clamp, clamp_values
@@ -69,9 +71,21 @@ def _size_of(image: str) -> Callable[[NodeInfo], int | None]:
     return extract
 
 
+def counted_images(pod: PodInfo, features: Features) -> tuple[list[str], int]:
+    """The pod's images the followed release sums, and the image count its score range scales with."""
+    start = 0 if features.image_locality_counts_init_containers else pod.init_images
+    containers_end = len(pod.images) - pod.volume_images
+    if not features.image_locality_counts_image_volumes:
+        summed = pod.images[start:containers_end]
+        return summed, len(summed)
+    summed = pod.images[start:]
+    return summed, len(summed) if features.image_locality_scales_by_image_volumes else containers_end - start
+
+
 class ImageLocalityScorer:
     def prepare(self, pod: PodInfo, snapshot: Snapshot, nodes: list[NodeInfo], ctx: ScoringContext) -> ImageState:
-        names = [normalized_image_name(image) for image in pod.images]
+        images, scale = counted_images(pod, snapshot.features)
+        names = [normalized_image_name(image) for image in images]
         if not names:
             return ImageState((), 0)
         summary = summary_of(snapshot, ctx)  # node counts and sizes per image, kept across calls
@@ -83,7 +97,7 @@ class ImageLocalityScorer:
             (name, scaled_image_score(summary.image_size(name), having[name], total)) for name in names if having[name]
         )
         holders = tuple(summary.column(("image-size", name), _size_of(name)) for name, _score in present)
-        return ImageState(present, len(names), holders)
+        return ImageState(present, scale, holders)
 
     def score(self, pod: PodInfo, node: NodeInfo, state: Any, ctx: ScoringContext) -> float:
         facts = node.node

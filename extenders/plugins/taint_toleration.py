@@ -1,7 +1,8 @@
 """Taint toleration: kube-scheduler's TaintToleration plug-in, its filter and its score.
 
 Filter (PodToleratesNodeTaints): only NoSchedule and NoExecute taints block; PreferNoSchedule
-is left to scoring. The reason names the first untolerated taint. Unresolvable.
+is left to scoring. Unresolvable. Releases before 1.34.2 name the first untolerated taint in the
+reason; later ones do not.
 
 Score (TaintToleration): the count of PreferNoSchedule taints the pod does not tolerate,
 normalised reversed, so the node with the most such taints gets 0 and an untainted node MAX
@@ -26,8 +27,12 @@ from extenders.plugins.helper.normalize import by_max
 from extenders.snapshot import Snapshot
 from extenders.tolerations import DO_NOT_SCHEDULE_EFFECTS, first_untolerated_taint, tolerations_tolerate
 
+# From 1.34.2 the reason no longer names the taint (extenders.features).
+UNTOLERATED = Verdict(False, "node(s) had untolerated taint(s)", unresolvable=True)
+
 
 def untolerated_reason(key: str, value: str) -> str:
+    """The reason before 1.34.2: the first untolerated taint's key and value."""
     return f"node(s) had untolerated taint {{{key}: {value}}}"
 
 
@@ -35,15 +40,18 @@ class TaintTolerationFilter:
     node_families = (NodeFamily.TAINTS,)
 
     def prepare(self, pod: PodInfo, snapshot: Snapshot) -> Any:
-        return pod.tolerations
+        return pod.tolerations, snapshot.features.taint_reason_names_taint
 
     def check(self, pod: PodInfo, node: NodeInfo, state: Any) -> Verdict:
         facts = node.node
         if facts is None or not facts.taints:
             return FIT
-        taint = first_untolerated_taint(facts.taints, state, DO_NOT_SCHEDULE_EFFECTS)
+        tolerations, names_taint = state
+        taint = first_untolerated_taint(facts.taints, tolerations, DO_NOT_SCHEDULE_EFFECTS)
         if taint is None:
             return FIT
+        if not names_taint:
+            return UNTOLERATED
         return Verdict(False, untolerated_reason(taint.key, taint.value), unresolvable=True)
 
 

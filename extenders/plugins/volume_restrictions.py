@@ -26,10 +26,15 @@ from extenders.snapshot import Snapshot
 
 REASON = "node(s) had no available disk"
 READ_WRITE_ONCE_POD_REASON = (
+    "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use by another pod"
+)
+# The same before 1.34 (extenders.features).
+READ_WRITE_ONCE_POD_REASON_OLD = (
     "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
 )
 _FAIL = Verdict(False, REASON)
 _FAIL_READ_WRITE_ONCE_POD = Verdict(False, READ_WRITE_ONCE_POD_REASON)
+_FAIL_READ_WRITE_ONCE_POD_OLD = Verdict(False, READ_WRITE_ONCE_POD_REASON_OLD)
 # Volume kinds compared by one identifying field: (kind, field, whether two read-only mounts may share it).
 _BY_ID = (("gcePersistentDisk", "pdName", True), ("awsElasticBlockStore", "volumeID", False), ("iscsi", "iqn", True))
 _KINDS = (*(kind for kind, _, _ in _BY_ID), "rbd")
@@ -123,6 +128,7 @@ class VolumeState:
     disks: tuple[dict[str, Any], ...]  # the pod's volumes of the kinds compared node by node
     claims: frozenset[str]  # its ReadWriteOncePod claims
     in_use: int  # volumes of other placed pods using one of ``claims``
+    in_use_verdict: Verdict = _FAIL_READ_WRITE_ONCE_POD  # worded as the followed release words it
 
 
 class VolumeRestrictionsFilter:
@@ -138,6 +144,8 @@ class VolumeRestrictionsFilter:
             in_use = sum(other != uid for key in claims for other in users.get(key, ()))
         if not disks and not in_use:
             return SKIP
+        if not snapshot.features.rwop_reason_new_wording:
+            return VolumeState(disks, claims, in_use, _FAIL_READ_WRITE_ONCE_POD_OLD)
         return VolumeState(disks, claims, in_use)
 
     def adjust(self, state: Any, pod: PodInfo, old: NodeInfo | None, new: NodeInfo) -> Any:
@@ -161,5 +169,6 @@ class VolumeRestrictionsFilter:
                         if volumes_conflict(volume, existing):
                             return _FAIL
         if state.in_use > 0:
-            return _FAIL_READ_WRITE_ONCE_POD
+            verdict: Verdict = state.in_use_verdict
+            return verdict
         return FIT

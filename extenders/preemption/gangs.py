@@ -41,6 +41,7 @@ class _Whole:
 
     gang: str
     priority: int
+    minimum: int
     here: list[PodInfo]
     elsewhere: list[PodInfo] = field(default_factory=list)
 
@@ -159,6 +160,7 @@ class GangRules:
                 self.preemptor.key,
                 tuple(p.uid for p in whole.here),
                 tuple((p.uid, p.key) for p in sorted(whole.elsewhere, key=importance_key)),
+                whole.minimum,
             )
             for whole in wholes[best]
             if whole.elsewhere
@@ -187,7 +189,7 @@ class GangRules:
                 return None
             here = [*gone, *(p for p in rest if p.node_name == decision.node)]
             elsewhere = [p for p in rest if p.node_name != decision.node]
-            out.append(_Whole(gang, max(p.priority for p in placed), here, elsewhere))
+            out.append(_Whole(gang, max(p.priority for p in placed), minimum[gang], here, elsewhere))
         return out
 
     def _cost(self, decision: Decision, wholes: Iterable[_Whole]) -> tuple[int, int, int, int]:

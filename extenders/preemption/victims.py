@@ -18,7 +18,9 @@ As there (see also ``extenders.pdb``):
   least the preemptor's priority, and must pass both with and without them.
 - Victims are listed most important first (higher priority, then earlier start): kube-scheduler
   reads the first as the node's most important victim when it picks a node. Victims equal in
-  both keep the scheduler's order, ours after it by name.
+  both keep the scheduler's order, ours after it by name. Releases before 1.32 list the
+  PDB-violating victims first, each group so ordered, and read the first all the same
+  (``Features.victims_pdb_violating_first``): the order decides the node there too.
 
 Decisions:
 - The scheduler's victims are never reprieved (its own plugins needed them gone).
@@ -65,8 +67,13 @@ class Decision:
     """One candidate node as this extender would preempt on it."""
 
     node: str
-    victims: list[PodInfo]  # most important first
+    victims: list[PodInfo]  # most important first (PDB-violating ones first when ``pdb_first``)
     violating: set[str]  # uids of the node's potential victims classed as violating a PDB
+    pdb_first: bool = False
+
+    def order(self, pod: PodInfo) -> tuple[bool, tuple[int, tuple[int, float]]]:
+        """The answer's sort key: ``rank_key``, behind PDB-violation first when ``pdb_first``."""
+        return (self.pdb_first and pod.uid not in self.violating), rank_key(pod)
 
     @property
     def uids(self) -> list[str]:
@@ -78,7 +85,7 @@ class Decision:
 
     def add(self, pods: Sequence[PodInfo]) -> None:
         """More victims on this node (a gang going whole), kept most important first."""
-        self.victims = sorted([*self.victims, *sorted(pods, key=importance_key)], key=rank_key)
+        self.victims = sorted([*self.victims, *sorted(pods, key=importance_key)], key=self.order)
 
 
 # ---------------------------------------------------------------- ordering
@@ -272,11 +279,13 @@ class NodeSelector:
             )
         return self._decision(node_name, scheduler_victims, added, violating_uids)
 
-    @staticmethod
-    def _decision(node: str, scheduler_victims: list[PodInfo], added: list[PodInfo], violating: set[str]) -> Decision:
+    def _decision(
+        self, node: str, scheduler_victims: list[PodInfo], added: list[PodInfo], violating: set[str]
+    ) -> Decision:
         """Victims most important first; a stable sort, so ties keep the scheduler's order, then ours by name."""
-        victims = sorted([*scheduler_victims, *sorted(added, key=importance_key)], key=rank_key)
-        return Decision(node, victims, violating)
+        decision = Decision(node, [], violating, self.snapshot.features.victims_pdb_violating_first)
+        decision.victims = sorted([*scheduler_victims, *sorted(added, key=importance_key)], key=decision.order)
+        return decision
 
 
 def drop(preemptor: PodInfo, node: str, rule: str, why: str) -> None:

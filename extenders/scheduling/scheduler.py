@@ -27,6 +27,7 @@ from extenders.logs import log_fields
 from extenders.model import NodeFacts, PodInfo
 from extenders.policy import Policy
 from extenders.preemption import MetaVictims, process_preemption
+from extenders.preemption.inflight import with_leaving
 from extenders.runtime import ClusterRuntime
 from extenders.scheduling.cycle import Cycle, Cycles
 from extenders.scheduling.outcomes import CyclePod, FilterOutcome, NodeScores, SnapshotUnavailable, Unevaluable
@@ -110,7 +111,7 @@ class Scheduler:
                 return FilterOutcome.failure(str(exc))
             except (RedisError, OSError) as exc:
                 return FilterOutcome.failure(f"gang state unavailable (Redis: {exc})")
-            memo = self.equivalence.memo(pod, "filter")
+            memo = self.equivalence.memo(pod, "filter", features=snap.features)
             if memo is not None and self.shared is not None:
                 await self.shared.prepare(memo, "filter", names)
             try:
@@ -164,7 +165,7 @@ class Scheduler:
         if not self._cycles.holds(cycle):  # asked for already, dropped, or filtered again since
             return
         with log_fields(verb="prioritize", pod=pod.key):
-            memo = self.equivalence.memo(pod, "prioritize", cycle.class_key)
+            memo = self.equivalence.memo(pod, "prioritize", cycle.class_key, cycle.snapshot.features)
             scores = cycle.scores = self._score(pod, cycle.snapshot, names, memo)
         if self.shape_ahead is not None:
             scores.answer = self.shape_ahead(scores)
@@ -216,7 +217,7 @@ class Scheduler:
             return await self._prioritize_on(info, cycle.snapshot, names, same.class_key if same is not None else None)
 
     async def _prioritize_on(self, pod: PodInfo, snap: Snapshot, names: list[str], class_key: str | None) -> NodeScores:
-        memo = self.equivalence.memo(pod, "prioritize", class_key)
+        memo = self.equivalence.memo(pod, "prioritize", class_key, snap.features)
         if memo is not None and self.shared is not None:
             await self.shared.prepare(memo, "prioritize", names)
         return self._score(pod, snap, names, memo)
@@ -237,10 +238,17 @@ class Scheduler:
                 # No snapshot, no vouching for any candidate: kube-scheduler preempts nothing this cycle.
                 log.warning("preempt answered no candidates: snapshot unavailable")
                 return {}
-            gang_of = self.gangs.gang_of(snap)
+            try:
+                # Victims of answers just given may not be gone from the snapshot yet: kube-scheduler
+                # evicts asynchronously, and another preemptor's cycle may come first.
+                view = with_leaving(snap, await self.gangs.evictions.preempting())
+            except (RedisError, OSError) as exc:
+                log.warning("preempt answered no candidates: Redis unavailable (%s)", exc)
+                return {}
+            gang_of = self.gangs.gang_of(view)
             try:
                 result = process_preemption(
-                    self.policy, pod, candidates, snap, gang_of=gang_of, victim_pods=victim_pods
+                    self.policy, pod, candidates, view, gang_of=gang_of, victim_pods=victim_pods
                 )
             except Exception:  # no answer we can vouch for: preempt nothing this cycle
                 log.exception("preempt failed for %s", pod.key)
@@ -252,6 +260,12 @@ class Scheduler:
                     # Unrecorded, the gang's members elsewhere would stay: that gang would be left half alive.
                     log.warning("preempt %s: no candidate: its gang eviction was not recorded (%s)", pod.key, exc)
                     return {}
+            if len(result.nodes) == 1:  # kube-scheduler can only pick this node: its victims are leaving
+                (only,) = result.nodes.values()
+                try:
+                    await self.gangs.evictions.mark_preempting(only.uids)
+                except (RedisError, OSError) as exc:
+                    log.warning("preempt %s: its victims were not marked as leaving (%s)", pod.key, exc)
             return result.nodes
 
     async def explain(self, pod: PodInfo, names: list[str] | None = None) -> dict[str, Any]:

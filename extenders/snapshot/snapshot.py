@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, cast
 
+from extenders.features import NEWEST, Features
 from extenders.model import (
     ControllerInfo,
     NamespaceInfo,
@@ -41,6 +42,8 @@ class Snapshot:
     # properties below.
     objects: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     generation: int = 0
+    # The kube-scheduler release whose plug-in behaviour to follow (the cluster's, see extenders.features).
+    features: Features = NEWEST
     # Set by the replica cache on the snapshots it hands out: those are never changed in place
     # (a change makes a new Snapshot), so what is derived from one may be reused by identity.
     sealed: bool = False

@@ -18,10 +18,11 @@ import gc
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from hashlib import blake2b
 from typing import TypeVar, cast
 
+from extenders.features import NEWEST, Features
 from extenders.model import NodeInfo, PodInfo
 from extenders.snapshot import Snapshot, patch_nominated
 from extenders.sync import kinds
@@ -75,6 +76,7 @@ class SnapshotCache:
         self.max_delta_items = max_delta_items
         self.batch = batch
         self.stats = CacheStats()
+        self._features = NEWEST
         self._snapshot = Snapshot()
         self._loaded = False
         self._running: asyncio.Future[Snapshot] | None = None  # begun: may have read Redis already
@@ -90,6 +92,12 @@ class SnapshotCache:
     def current(self) -> Snapshot:
         """The last snapshot, without asking Redis (may be stale)."""
         return self._snapshot
+
+    def follow(self, features: Features) -> None:
+        """Hand out snapshots that carry ``features`` (the cluster's release) from now on."""
+        if features != self._features:
+            self._features = features
+            self._snapshot = replace(self._snapshot, features=features)
 
     async def refresh(self) -> Snapshot:
         """The snapshot as read from Redis after this call arrived, shared with every caller arriving
@@ -188,6 +196,7 @@ class SnapshotCache:
             nominated_seed=nominated,
             objects=objects,
             generation=delta.generation,
+            features=self._features,
             sealed=True,
             summary_seed=old.seed(),  # patched for the changed nodes only, as UpdateSnapshot does
             node_changes=old.changes_since_seed(changed),
@@ -224,6 +233,7 @@ class SnapshotCache:
                 pending={k: _pod(k, v) for k, v in (await store.hash_all(PENDING)).items()},
                 objects=objects,
                 generation=gen0,
+                features=self._features,
                 sealed=True,
             )
             delta = await store.catch_up(gen0, max(self.max_delta_items, len(names) + 1000))

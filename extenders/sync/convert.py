@@ -56,6 +56,18 @@ def _images(spec: Mapping[str, Any]) -> list[str]:
     return [name for name in [*(c.get("image") for c in containers), *(v.get("reference") for v in volumes)] if name]
 
 
+def native_group(spec: Mapping[str, Any]) -> str:
+    """The native pod group the API server kept on the pod (its feature gate on), or ""."""
+    group = (spec.get("schedulingGroup") or {}).get("podGroupName")
+    if group:
+        return str(group)
+    ref = spec.get("workloadRef") or {}
+    if ref.get("name"):
+        parts = [ref["name"], ref.get("podGroup") or "", ref.get("podGroupReplicaKey") or ""]
+        return "/".join(p for p in parts if p)
+    return ""
+
+
 def _controller(meta: Mapping[str, Any]) -> Owner | None:
     """The controlling owner reference, or the first one when none is marked (``Owner.controller``
     tells which): the default spreading selector reads only a controller, NodePreferAvoidPods either."""
@@ -78,6 +90,8 @@ def pod_info(pod: Mapping[str, Any]) -> PodInfo:
     spec = pod.get("spec") or {}
     status = pod.get("status") or {}
     images = _images(spec)
+    init_images = sum(1 for c in spec.get("initContainers") or [] if c.get("image"))
+    volume_images = sum(1 for v in spec.get("volumes") or [] if (v.get("image") or {}).get("reference"))
     volumes = [
         {k: v for k, v in vol.items() if k in CONFLICT_VOLUME_KEYS or k == "name"}
         for vol in spec.get("volumes") or []
@@ -107,6 +121,9 @@ def pod_info(pod: Mapping[str, Any]) -> PodInfo:
         topology_spread=list(spec.get("topologySpreadConstraints") or []),
         volumes=volumes,
         images=images,
+        init_images=init_images,
+        volume_images=volume_images,
+        native_group=native_group(spec),
         deletion_timestamp=meta.get("deletionTimestamp"),
         creation_timestamp=meta.get("creationTimestamp"),
         start_time=status.get("startTime"),

@@ -14,6 +14,7 @@ from app.main import create_app
 from app.settings import Settings
 from extenders.equivalence import cache as equivalence_cache
 from extenders.equivalence import classes
+from extenders.features import NEWEST, Features
 from extenders.sync import convert
 from tests.http.test_verbs import node, pod
 
@@ -38,9 +39,9 @@ def test_prioritize_takes_the_filters_pod_only_for_the_same_version(
         derived.append(obj["metadata"]["name"])
         return to_pod(obj)
 
-    def counted_class(info: Any) -> str:
+    def counted_class(info: Any, features: Features = NEWEST) -> str:
         classed.append(info.name)
-        return to_class(info)
+        return to_class(info, features)
 
     monkeypatch.setattr(convert, "pod_info", counted_pod)
     monkeypatch.setattr(equivalence_cache, "equivalence_class", counted_class)

@@ -189,7 +189,9 @@ def test_pods_of_one_class_reuse_verdicts_and_the_stats_say_so(http: httpx.Clien
 
 
 def test_pods_of_one_class_reuse_raw_scores_and_the_stats_say_so(http: httpx.Client) -> None:
-    nodes = [node("eqp-0"), node("eqp-1", cpu="8"), node("eqp-2", cpu="16")]
+    # Sizes far enough apart that the averaged, rounded scores differ under every release's
+    # BalancedAllocation (1.36's scores the change the pod makes, in a range half as wide).
+    nodes = [node("eqp-0", cpu="2"), node("eqp-1", cpu="8"), node("eqp-2", cpu="32")]
     names = ["eqp-0", "eqp-1", "eqp-2"]
     assert http.post("/filter", json={"Pod": pod("eqp-seed", cpu="1"), "Nodes": {"items": nodes}}).status_code == 200
     before = http.get("/v1/cache/stats").json()["verbs"]["prioritize"]

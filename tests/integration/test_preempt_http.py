@@ -3,11 +3,16 @@
 One cluster for the module: nodes with an extended resource (example.com/gpu) kube-scheduler
 ignores. The requests carry kube-scheduler's own victims; the answers must add the GPU
 holders the extender alone knows about, drop nodes that cannot work, and count PDBs.
+
+Two replicas answer: one following the cluster's release (the fake API server says v1.31.0), one
+told to follow 1.37 (EXTENDER_KUBE_VERSION); where their kube-scheduler releases order victims
+differently, so do the answers.
 """
 
 from __future__ import annotations
 
 import copy
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,9 +32,11 @@ Json = dict[str, Any]
 
 
 class Cluster:
-    def __init__(self, kube: FakeKube, server: ServerProcess, pods: dict[str, Json]) -> None:
+    def __init__(self, kube: FakeKube, servers: dict[str, ServerProcess], pods: dict[str, Json]) -> None:
         self.kube = kube
-        self.server = server
+        # By the release followed: "1.31" (the fake API server's, read from /version) and "1.37" (set).
+        self.servers = servers
+        self.server = servers["1.31"]
         self.pods = pods  # by name, as the API server returned them (uids assigned)
 
     def uid(self, name: str) -> str:
@@ -46,7 +53,7 @@ def _pod(name: str, node: str, priority: int, cpu: str, gpu: int = 0, labels: di
 def cluster(tmp_path_factory: pytest.TempPathFactory, redis_url: str) -> Iterator[Cluster]:
     directory: Path = tmp_path_factory.mktemp("preempt-http")
     kube = FakeKube(directory, bookmark_interval=0.5)
-    server: ServerProcess | None = None
+    servers: dict[str, ServerProcess] = {}
     try:
         for name in ("n1", "n2", "n3"):
             kube.client.create(make_node(name, cpu="4", extra_allocatable={GPU: "1"}))
@@ -70,14 +77,25 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, redis_url: str) -> Iterato
             "EXTENDER_KUBE_URL": kube.url,
             "EXTENDER_KUBE_TOKEN": kube.token,
         }
-        server = ServerProcess(env, "preempt")
-        server.wait_healthy()
-        server.wait_ready()
-        yield Cluster(kube, server, created)
+        servers["1.31"] = ServerProcess(env, "preempt")
+        servers["1.37"] = ServerProcess({**env, "EXTENDER_KUBE_VERSION": "1.37"}, "preempt-1.37")
+        for server in servers.values():
+            server.wait_healthy()
+            server.wait_ready()
+        _wait_following(servers["1.31"], "1.31.0")
+        yield Cluster(kube, servers, created)
     finally:
-        if server is not None:
+        for server in servers.values():
             server.stop()
         kube.stop()
+
+
+def _wait_following(server: ServerProcess, version: str, timeout: float = 20.0) -> None:
+    """Until the replica follows ``version`` (it reads /version beside its initial list)."""
+    deadline = time.monotonic() + timeout
+    while server.get("/readyz").json().get("kube_version") != version:
+        assert time.monotonic() < deadline, server.log()
+        time.sleep(0.1)
 
 
 def preemptor(policy: str | None = None) -> Json:
@@ -113,23 +131,29 @@ def full_body(cluster: Cluster, pod: Json) -> Json:
     }
 
 
-def post(cluster: Cluster, body: Json) -> Json:
-    response = httpx.post(f"{cluster.server.url}/preempt", json=body, timeout=10.0)
+def post(cluster: Cluster, body: Json, release: str = "1.31") -> Json:
+    response = httpx.post(f"{cluster.servers[release].url}/preempt", json=body, timeout=10.0)
     assert response.status_code == 200, response.text
     answer: Json = response.json()
     return answer
 
 
+# n1's victims as each release lists them: both of priority 10, so in the scheduler's order (its
+# cpu-hog first) from 1.32; before, the PDB-violating gpu-db ahead of the others.
+N1_VICTIMS = {"1.31": ["gpu-db", "cpu-hog"], "1.37": ["cpu-hog", "gpu-db"]}
+
+
+@pytest.mark.parametrize("release", sorted(N1_VICTIMS))
 @pytest.mark.parametrize("form", ["meta", "full"])
-def test_preempt_adds_gpu_victims_and_drops_hopeless_nodes(cluster: Cluster, form: str) -> None:
+def test_preempt_adds_gpu_victims_and_drops_hopeless_nodes(cluster: Cluster, form: str, release: str) -> None:
     body = meta_body(cluster, preemptor()) if form == "meta" else full_body(cluster, preemptor())
-    answer = post(cluster, body)
+    answer = post(cluster, body, release)
     assert answer == {
         "NodeNameToMetaVictims": {
-            "n1": {"Pods": [{"UID": cluster.uid("cpu-hog")}, {"UID": cluster.uid("gpu-db")}], "NumPDBViolations": 1},
+            "n1": {"Pods": [{"UID": cluster.uid(v)} for v in N1_VICTIMS[release]], "NumPDBViolations": 1},
             "n3": {"Pods": [{"UID": cluster.uid("cpu-hog-3")}], "NumPDBViolations": 0},
         }
-    }, cluster.server.log()
+    }, cluster.servers[release].log()
 
 
 @pytest.mark.parametrize("form", ["meta", "full"])

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from extenders import engine
+from extenders.features import NEWEST, Features
 from extenders.model import NodeInfo, Owner, PodInfo
 from extenders.plugins.framework import Scorer, ScoringContext
 from extenders.plugins.registry import SCORERS
@@ -33,14 +34,22 @@ def cluster() -> Snapshot:
 POD = make_pod(requests={"cpu": "500m"}, spec={"nodeSelector": {"disk": "ssd"}})
 
 
-def test_filter_buckets_and_reasons() -> None:
+@pytest.mark.parametrize(
+    ("features", "taint_reason"),
+    [
+        (Features(28, 7), "node(s) had untolerated taint {k: v}"),  # before 1.34.2 the taint is named
+        (NEWEST, "node(s) had untolerated taint(s)"),
+    ],
+    ids=["1.28.7", "newest"],
+)
+def test_filter_buckets_and_reasons(features: Features, taint_reason: str) -> None:
     names = ["fits", "full", "tiny", "hdd", "tainted", "podsonly", "nowhere"]
-    result = engine.filter_nodes(default_policy(), POD, cluster(), names)
+    result = engine.filter_nodes(default_policy(), POD, replace(cluster(), features=features), names)
     assert result.passing == ["fits", "tiny"]
     assert result.failed == {"full": "Insufficient cpu"}
     assert result.unresolvable == {
         "hdd": "node(s) didn't match Pod's node affinity/selector",
-        "tainted": "node(s) had untolerated taint {k: v}",
+        "tainted": taint_reason,
         "podsonly": engine.NODE_NOT_FOUND,
         "nowhere": engine.NODE_NOT_FOUND,
     }

@@ -168,7 +168,7 @@ def test_a_pods_scoring_defaults_round_trip() -> None:
         "resources": {"requests": {"memory": "1Gi"}},
     }
     pod = pod_info({"metadata": {"name": "p", "uid": "u"}, "spec": spec})
-    assert pod.score_nonzero == (1100, 2**30)
+    assert pod.score_nonzero == (1100, 400 * 2**20)
     assert POD.decode(orjson.loads(orjson.dumps(POD.encode(pod)))) == pod
 
 

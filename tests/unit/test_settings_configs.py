@@ -50,7 +50,11 @@ def _changed(name: str, value: Any) -> Any:
         return not value
     if isinstance(value, int | float):
         return value * 2 + 1
-    return f"{value or 'x'}-changed"
+    return VALID_CHANGES.get(name, f"{value or 'x'}-changed")
+
+
+# Settings whose strings have a form of their own.
+VALID_CHANGES = {"kube_version": "1.29"}
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda c: c.__name__)
@@ -81,6 +85,7 @@ FED = {
         "kube_mode",
         "kube_url",
         "kube_token",
+        "kube_version",
         "kube_transport",
         "kube_timeout_seconds",
         "events",

@@ -37,7 +37,9 @@ def resource_terms(pod: PodInfo, weights: Mapping[str, int], nonzero: bool) -> t
     never scored; a weight of zero or less disables a resource.
     """
     terms: list[ResourceTerm] = []
-    # The pod being scheduled may count other defaults than it adds to a node once placed.
+    # The pod being scheduled may count other amounts than it adds to a node once placed: kube-scheduler's
+    # Fit scorer ignores its pod-level requests (extenders.resources.fit_score_requests). Only the
+    # non-zero terms read them, and only NodeResourcesFit's strategies ask for those.
     nonzero_cpu, nonzero_memory = pod.score_nonzero or (pod.nonzero_cpu, pod.nonzero_memory)
     for name, weight in (weights or DEFAULT_RESOURCE_WEIGHTS).items():
         if weight <= 0 or name == PODS:

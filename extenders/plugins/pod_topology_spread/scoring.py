@@ -4,8 +4,10 @@
 As today's plugin: for each constraint, count the pods matching its selector (same namespace,
 not terminating) per topology domain over every node that passes the constraint's node
 inclusion policies; a candidate's raw score is ``Σ count * log(domains + 2) + (maxSkew - 1)``.
-Candidates missing a constraint's topology key are ignored (score 0). Normalisation maps the
-lowest raw score to MAX: ``MAX * (max + min - raw) / max``.
+Candidates missing a constraint's topology key are ignored (score 0). The raw score is rounded to
+a whole number, as the plug-in's int64 score is, before normalisation maps the lowest raw score to
+MAX: ``MAX * (max + min - raw) / max``. The rounding matters: the weights are logarithms, and two
+nodes a fraction apart may be equal or a whole point apart, which normalisation then magnifies.
 
 A pod that declares no topologySpreadConstraints at all gets kube-scheduler's system defaults:
 ``kubernetes.io/hostname`` with maxSkew 3 and ``topology.kubernetes.io/zone`` with maxSkew 5, both
@@ -103,6 +105,11 @@ def _compile(selector: Mapping[str, Any] | None, namespace: str) -> PodQuery | N
     except SelectorError:
         return None
     return namespace_query(namespace, selector, matcher)
+
+
+def whole(score: float) -> float:
+    """A raw score rounded as Go's ``math.Round`` rounds a non-negative one (halves up)."""
+    return float(math.floor(score + 0.5))
 
 
 def soft_constraints(pod: PodInfo) -> list[Constraint]:
@@ -293,7 +300,7 @@ class TopologySpreadScorer:
             else:
                 count = state.pair_counts.get((c.topology_key, value), 0)
             total += count * c.weight + (c.max_skew - 1)
-        return total
+        return whole(total)
 
     def constant(
         self, pod: PodInfo, snapshot: Snapshot, nodes: list[NodeInfo], state: Any, ctx: ScoringContext
@@ -311,7 +318,7 @@ class TopologySpreadScorer:
             # One domain constraint: each domain's score once, then one lookup per node.
             c = constraints[0]
             key, column = c.topology_key, state.values[0]
-            by_value = {value: 0.0 + (count * c.weight + (c.max_skew - 1)) for (_, value), count in pair_counts.items()}
+            by_value = {value: whole(count * c.weight + (c.max_skew - 1)) for (_, value), count in pair_counts.items()}
             if nodes is state.nodes:  # the values prepare read (a node without facts has none: 0)
                 out = list(map(by_value.get, state.found[0], repeat(0.0)))
             else:
@@ -335,7 +342,7 @@ class TopologySpreadScorer:
                 key = c.topology_key
                 count = count_matching(node, c.query) if key == HOSTNAME_LABEL else pair_counts.get((key, value), 0)
                 total += count * c.weight + (c.max_skew - 1)
-            append(total)
+            append(whole(total))
         return out
 
     def normalize(self, raw: dict[str, float], state: Any) -> dict[str, float]:

@@ -11,9 +11,9 @@ from tests.gang_support import apply, bound_copy, gpu_node, member
 from tests.store.gang.replicas import Factory, kube_of, setup
 
 
-def eviction(until_trigger: str, *members: str) -> GangEviction:
+def eviction(until_trigger: str, *members: str, node: str = "n1", minimum: int = 3) -> GangEviction:
     return GangEviction(
-        "default/a", "n1", "default/high", (until_trigger,), tuple((m, f"default/{m}") for m in members)
+        "default/a", node, "default/high", (until_trigger,), tuple((m, f"default/{m}") for m in members), minimum
     )
 
 
@@ -53,3 +53,43 @@ async def test_a_record_whose_victim_kube_scheduler_never_evicted_expires_unused
     await asyncio.sleep(0.2)
     assert await gangs.evictor.evict_due() == []
     assert kube.preempted == [] and await gangs.evictions.pending() == []
+
+
+async def test_records_of_one_gang_on_two_nodes_both_stand_and_the_first_trigger_takes_it_whole(
+    replicas: Factory,
+) -> None:
+    # Two preemptors each take gang a (min 3 of 4) on another node: both records stand; once both
+    # victims are gone the rest goes, and both records with it.
+    (r0,) = await replicas(1)
+    kube = kube_of(replicas)
+    pods = [member(f"a-{i}", "a", 3, uid=f"a-{i}") for i in range(4)]
+    await setup([r0], kube, [gpu_node(f"n{i}") for i in range(4)], [])
+    for pod in pods:
+        kube.add(pod)
+    store = r0.runtime.store
+    await apply(store, [Op.pod(bound_copy(p, f"n{i}")) for i, p in enumerate(pods)])
+    gangs = r0.gangs
+    assert gangs.evictor is not None
+    await gangs.evictions.record([eviction("a-0", "a-1", "a-2", "a-3", node="n0")])
+    await gangs.evictions.record([eviction("a-1", "a-0", "a-2", "a-3", node="n1")])
+    assert len(await gangs.evictions.pending()) == 2
+    await apply(store, [Op.delete_pod("a-0")])
+    # a-0 gone, but a-1, a-2 and a-3 are left: still the minimum, nothing is evicted yet.
+    assert await gangs.evictor.evict_due() == []
+    assert len(await gangs.evictions.pending()) == 2
+    await apply(store, [Op.delete_pod("a-1")])
+    assert await gangs.evictor.evict_due() == ["default/a"]
+    assert sorted(kube.preempted) == ["default/a-2", "default/a-3"]
+    assert await gangs.evictions.pending() == []
+
+
+async def test_victims_marked_as_preempting_read_back_until_their_mark_ends(replicas: Factory) -> None:
+    (r0,) = await replicas(1)
+    evictions = r0.gangs.evictions
+    await evictions.mark_preempting(["u1", "u2"], seconds=0.3)
+    await evictions.mark_preempting(["u3"], seconds=5)
+    assert await evictions.preempting() == {"u1", "u2", "u3"}
+    await asyncio.sleep(0.4)
+    assert await evictions.preempting() == {"u3"}
+    await evictions.mark_preempting([])  # prunes the ended marks
+    assert await evictions.redis.zcard(evictions.preempting_key) == 1

@@ -47,6 +47,8 @@ ALTERED: dict[str, Any] = {
     "topology_spread": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}],
     "volumes": [{"name": "d", "gcePersistentDisk": {"pdName": "x"}}],
     "images": ["registry/web:2"],
+    "init_images": 1,
+    "volume_images": 1,
 }
 IDENTITY: dict[str, Any] = {
     "name": "web-2",
@@ -60,6 +62,7 @@ IDENTITY: dict[str, Any] = {
     "owner": Owner("ReplicaSet", "web-abc", "rs-uid"),
     "assumed": True,
     "nominated_node_name": "n1",
+    "native_group": "training-workers-0",
 }
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from extenders.gang.config import GangConfig, parse_label_pairs
 from extenders.gang.filter import capacity_shortfall, needed_requests
-from extenders.gang.membership import GangIndex, gang_of, gang_of_for, gang_ref
+from extenders.gang.membership import GangIndex, gang_key, gang_of, gang_of_for, gang_ref
 from extenders.model import NodeInfo, PodGroupInfo, PodInfo
 from extenders.snapshot import Snapshot
 from extenders.sync.convert import node_facts, pod_info
@@ -187,3 +187,29 @@ def test_index_cache_reuses_unchanged_nodes_and_sees_changed_ones() -> None:
     ref = second.ref("default/g")
     assert ref is not None and ref.min_member == 3
     assert second.ref("default/none") is None
+
+
+@pytest.mark.parametrize(
+    ("spec", "group"),
+    [
+        ({"schedulingGroup": {"podGroupName": "training-workers-0"}}, "training-workers-0"),  # 1.36 and later
+        ({"workloadRef": {"name": "training", "podGroup": "workers"}}, "training/workers"),  # 1.35
+        (
+            {"workloadRef": {"name": "training", "podGroup": "workers", "podGroupReplicaKey": "r1"}},
+            "training/workers/r1",
+        ),
+        ({}, ""),
+    ],
+)
+def test_a_pod_of_a_native_group_is_no_gang_member_here_whatever_its_labels(
+    spec: dict[str, object], group: str
+) -> None:
+    body = make_pod(
+        "p", labels={"scheduling.x-k8s.io/pod-group": "g"}, annotations={"scheduling.x-k8s.io/min-available": "4"}
+    )
+    body["spec"].update(spec)
+    info = pod_info(body)
+    assert info.native_group == group
+    # kube-scheduler's GangScheduling holds a native group; holding it here too could only deadlock.
+    assert (gang_ref(info) is None) == bool(group)
+    assert (gang_key(info) is None) == bool(group)

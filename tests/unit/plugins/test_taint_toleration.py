@@ -6,7 +6,9 @@ from typing import Any
 
 import pytest
 
+from extenders.features import NEWEST, Features
 from extenders.plugins.framework import Verdict
+from extenders.snapshot import Snapshot
 from tests.gen_cluster import make_node, make_pod, run_predicate
 from tests.unit.plugins.node_facts import node, pod
 from tests.unit.plugins.scoring import run
@@ -43,10 +45,15 @@ from tests.unit.plugins.scoring import run
 def test_pod_tolerates_node_taints(
     taints: list[dict[str, str]], tolerations: list[dict[str, Any]], reason: str
 ) -> None:
-    verdict = run_predicate(
-        "PodToleratesNodeTaints", make_pod(spec={"tolerations": tolerations}), make_node(taints=taints)
-    )
+    """The reasons as releases before 1.34.2 word them (the first untolerated taint named); newer
+    ones fail the same nodes with the taint left out."""
+    incoming, tainted = make_pod(spec={"tolerations": tolerations}), make_node(taints=taints)
+    old = Snapshot(nodes={tainted.name: tainted}, features=Features(28, 7))
+    verdict = run_predicate("PodToleratesNodeTaints", incoming, tainted, old)
     assert verdict == (Verdict(True) if not reason else Verdict(False, reason, True))
+    newest = Snapshot(nodes={tainted.name: tainted}, features=NEWEST)
+    verdict = run_predicate("PodToleratesNodeTaints", incoming, tainted, newest)
+    assert verdict == (Verdict(True) if not reason else Verdict(False, "node(s) had untolerated taint(s)", True))
 
 
 def _taint(key: str, effect: str = "PreferNoSchedule", value: str = "") -> dict[str, str]:

@@ -12,6 +12,7 @@ from extenders.gang import gang_of_for
 from extenders.gang.eviction import GangEviction
 from extenders.policy import default_policy
 from extenders.preemption import RULE_GANG_NOT_BEST, RULE_GANG_NOT_LOWER, Preemption, process_preemption
+from extenders.preemption.inflight import with_leaving
 from extenders.snapshot import Snapshot
 from extenders.sync.convert import pod_info
 from tests.unit.test_preemption import PREEMPTOR, gang_pod, names, node, pdb, pod, snapshot
@@ -31,7 +32,7 @@ def test_a_member_that_breaks_its_gang_takes_the_gang_whole() -> None:
     # Its other member on n1 joins the victims; the one on n2 is the extender's to evict afterwards.
     assert names(result.nodes) == {"n1": (["a-1", "a-2"], 0)}
     assert result.gang_evictions == [
-        GangEviction("default/a", "n1", "default/high", ("uid-a-1", "uid-a-2"), (("uid-a-3", "default/a-3"),))
+        GangEviction("default/a", "n1", "default/high", ("uid-a-1", "uid-a-2"), (("uid-a-3", "default/a-3"),), 3)
     ]
 
 
@@ -40,6 +41,32 @@ def test_a_gang_that_keeps_its_minimum_loses_only_the_victim() -> None:
     pods = [gang_pod("a-1", "n1", "a", 2), gang_pod("a-2", "n2", "a", 2, gpu=0), gang_pod("a-3", "n2", "a", 2, gpu=0)]
     result = preempt(PREEMPTOR, {"n1": ["uid-a-1"]}, snapshot(nodes, pods))
     assert names(result.nodes) == {"n1": (["a-1"], 0)} and result.gang_evictions == []
+
+
+def test_a_victim_another_preemption_is_evicting_counts_as_gone_so_the_gang_is_seen_broken() -> None:
+    # Gang a (min 3) has four members, one per node. A first preemption took a-1 on n1 (kube-scheduler
+    # evicts it asynchronously: the snapshot still has it). Taking a-2 on n2 now leaves two of three.
+    nodes = [node(f"n{i}", cpu="8", gpu=1) for i in range(1, 5)]
+    pods = [gang_pod(f"a-{i}", f"n{i}", "a", 3) for i in range(1, 5)]
+    snap = snapshot(nodes, pods)
+    blind = preempt(PREEMPTOR, {"n2": ["uid-a-2"]}, snap)
+    assert blind.gang_evictions == [], "three of four left: whole enough, as far as the snapshot tells"
+    seen = preempt(PREEMPTOR, {"n2": ["uid-a-2"]}, with_leaving(snap, {"uid-a-1"}))
+    assert names(seen.nodes) == {"n2": (["a-2"], 0)}
+    (eviction,) = seen.gang_evictions
+    assert (eviction.gang, eviction.node, eviction.trigger, eviction.minimum) == ("default/a", "n2", ("uid-a-2",), 3)
+    assert sorted(uid for uid, _ in eviction.members) == ["uid-a-3", "uid-a-4"]
+
+
+def test_with_leaving_marks_only_placed_live_pods_and_leaves_the_snapshot_alone() -> None:
+    nodes = [node("n1", cpu="8", gpu=1), node("n2", cpu="8", gpu=1)]
+    pods = [gang_pod("a-1", "n1", "a", 2), gang_pod("a-2", "n2", "a", 2)]
+    snap = snapshot(nodes, pods)
+    assert with_leaving(snap, set()) is snap and with_leaving(snap, {"uid-unknown"}) is snap
+    view = with_leaving(snap, {"uid-a-1"})
+    assert view.nodes["n1"].pods["uid-a-1"].terminating and not snap.nodes["n1"].pods["uid-a-1"].terminating
+    assert view.nodes["n2"] is snap.nodes["n2"]
+    assert with_leaving(view, {"uid-a-1"}) is view  # already leaving
 
 
 def test_a_gang_with_a_member_of_the_preemptors_priority_cannot_go_and_neither_can_the_node(

@@ -35,20 +35,22 @@ def test_resource_rows_follow_pods_added_in_place() -> None:
             (1100, 400),
             (1100, 400),
         ),
-        # Pod-level memory, one container naming cpu: a node's totals count that cpu alone, the
-        # pod being scheduled still counts the default for the container that omits it.
+        # Pod-level memory, one container naming cpu: a node's totals count that cpu alone and the
+        # pod-level memory; the pod being scheduled ignores the pod level (kube-scheduler's Fit scorer
+        # is never told the feature is on) and counts every container's defaults: 100m + 1, 200Mi each.
         (
             {
                 "containers": [{"name": "a"}, {"name": "b", "resources": {"requests": {"cpu": "1"}}}],
                 "resources": {"requests": {"memory": "1Gi"}},
             },
-            (1100, 1024),
+            (1100, 400),
             (1000, 1024),
         ),
-        # Pod-level cpu and memory: both are the pod-level values.
+        # Pod-level cpu and memory: a node's totals count both; the pod being scheduled, its
+        # container's defaults.
         (
             {"containers": [{"name": "a"}], "resources": {"requests": {"cpu": "2", "memory": "1Gi"}}},
-            (2000, 1024),
+            (100, 200),
             (2000, 1024),
         ),
     ],

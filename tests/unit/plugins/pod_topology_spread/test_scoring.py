@@ -11,6 +11,7 @@ import pytest
 
 from extenders.model import ControllerInfo, NodeFacts, NodeInfo, PodInfo, ServiceInfo, Taint
 from extenders.plugins.framework import ScoringContext
+from extenders.plugins.pod_topology_spread.scoring import TopologySpreadScorer, whole
 from extenders.plugins.registry import SCORERS
 from extenders.snapshot import Snapshot
 from tests.unit.plugins.scoring import HOST, ZONE, run
@@ -64,9 +65,9 @@ def test_topology_spread_scores_fewer_matching_pods_higher() -> None:
     )
     raw, normalized = run("PodTopologySpread", incoming, candidates, extra)
     weight = math.log(2 + 2)  # two candidate domains, a and b
-    # zone a: w1, w2, w3 (v2 still matches app=web); zone b: w7
-    assert raw == pytest.approx({"n1": 3 * weight, "n2": 3 * weight, "n3": 1 * weight, "n4": 0.0})
-    high, low = 3 * weight, 1 * weight
+    # zone a: w1, w2, w3 (v2 still matches app=web); zone b: w7; each raw score rounded (4 and 1)
+    high, low = whole(3 * weight), whole(1 * weight)
+    assert raw == pytest.approx({"n1": high, "n2": high, "n3": low, "n4": 0.0})
     assert normalized == pytest.approx(
         {"n1": 10 * (high + low - high) / high, "n2": 10 * low / high, "n3": 10.0, "n4": 0.0}
     )
@@ -91,7 +92,7 @@ def test_topology_spread_node_inclusion_policies() -> None:
         spec={**spec, "topologySpreadConstraints": [_constraint(nodeAffinityPolicy="Ignore")]},
     )
     raw, _ = run("PodTopologySpread", ignore_affinity, candidates, extra)
-    assert raw["n3"] == pytest.approx(2 * math.log(4))
+    assert raw["n3"] == pytest.approx(whole(2 * math.log(4)))
     honour_taints = pod(
         "in",
         labels={"app": "web"},
@@ -113,7 +114,7 @@ def test_topology_spread_match_label_keys_narrow_the_selector() -> None:
         },
     )
     raw, _ = run("PodTopologySpread", incoming, candidates, extra)
-    assert raw == pytest.approx({"n1": math.log(4), "n2": math.log(4), "n3": 0.0, "n4": 0.0})
+    assert raw == pytest.approx({"n1": whole(math.log(4)), "n2": whole(math.log(4)), "n3": 0.0, "n4": 0.0})
 
 
 def test_topology_spread_hostname_and_max_skew() -> None:
@@ -125,9 +126,10 @@ def test_topology_spread_hostname_and_max_skew() -> None:
     incoming = pod("in", labels={"app": "web"}, spec={"topologySpreadConstraints": [_constraint(HOST, skew=3)]})
     raw, normalized = run("PodTopologySpread", incoming, nodes)
     weight = math.log(3 + 2)  # three candidate hosts
-    assert raw == pytest.approx({"h1": 2 * weight + 2, "h2": weight + 2, "h3": 2.0})
-    high, low = 2 * weight + 2, 2.0
-    assert normalized == pytest.approx({name: 10 * (high + low - s) / high for name, s in raw.items()})
+    expected = {"h1": whole(2 * weight + 2), "h2": whole(weight + 2), "h3": 2.0}  # 5, 4, 2
+    assert raw == pytest.approx(expected)
+    high, low = expected["h1"], 2.0
+    assert normalized == pytest.approx({name: 10 * (high + low - s) / high for name, s in expected.items()})
 
 
 @pytest.mark.parametrize("selector", [None, {}])
@@ -151,7 +153,7 @@ def test_topology_spread_match_label_keys_give_an_empty_selector_requirements() 
     incoming = pod("in", labels={"version": "v2"}, spec={"topologySpreadConstraints": [constraint]})
     raw, _ = run("PodTopologySpread", incoming, candidates, extra)
     weight = math.log(2 + 2)  # two candidate zones; only w3 (zone a) carries version=v2
-    assert raw == pytest.approx({"n1": weight, "n2": weight, "n3": 0.0, "n4": 0.0})
+    assert raw == pytest.approx({"n1": whole(weight), "n2": whole(weight), "n3": 0.0, "n4": 0.0})
 
 
 def test_topology_spread_without_soft_constraints_is_skipped() -> None:
@@ -185,12 +187,13 @@ def test_a_pod_without_constraints_gets_the_system_defaults_with_its_service_sel
     raw, normalized = run("PodTopologySpread", pod("in", labels={"app": "web"}), candidates, extra, tables=WEB_SERVICE)
     host = math.log(4 + 2)  # every candidate counts as a hostname domain, none is ignored
     zone = math.log(3 + 2)  # a, b and '' (the candidate without the label)
-    # hostname maxSkew 3 adds 2, zone maxSkew 5 adds 4; zone counts: a 3, b 1, '' 2 (w4, w6)
+    # hostname maxSkew 3 adds 2, zone maxSkew 5 adds 4; zone counts: a 3, b 1, '' 2 (w4, w6);
+    # each node's sum rounded (14, 13, 8, 4)
     expected = {
-        "n1": 2 * host + 2 + 3 * zone + 4,
-        "n2": 1 * host + 2 + 3 * zone + 4,
-        "n3": 0 * host + 2 + 1 * zone + 4,
-        "n4": 1 * host + 2,  # no zone label: the zone constraint adds nothing
+        "n1": whole(2 * host + 2 + 3 * zone + 4),
+        "n2": whole(1 * host + 2 + 3 * zone + 4),
+        "n3": whole(0 * host + 2 + 1 * zone + 4),
+        "n4": whole(1 * host + 2),  # no zone label: the zone constraint adds nothing
     }
     assert raw == pytest.approx(expected)
     high, low = max(expected.values()), min(expected.values())
@@ -205,7 +208,7 @@ def test_a_pod_without_constraints_gets_the_system_defaults_with_its_service_sel
     # declared soft constraints keep requiring every key: n4 is ignored there
     soft = pod("in", labels={"app": "web"}, spec={"topologySpreadConstraints": [_constraint()]})
     raw, normalized = run("PodTopologySpread", soft, candidates, extra, tables=WEB_SERVICE)
-    assert raw["n4"] == 0.0 and normalized["n4"] == 0.0 and raw["n3"] == pytest.approx(math.log(2 + 2))
+    assert raw["n4"] == 0.0 and normalized["n4"] == 0.0 and raw["n3"] == pytest.approx(whole(math.log(2 + 2)))
 
 
 def test_a_zone_label_with_an_empty_value_reads_the_domain_of_nodes_without_one() -> None:
@@ -213,8 +216,8 @@ def test_a_zone_label_with_an_empty_value_reads_the_domain_of_nodes_without_one(
     candidates.append(node("n8", {ZONE: ""}))
     raw, _ = run("PodTopologySpread", pod("in", labels={"app": "web"}), candidates, extra, tables=WEB_SERVICE)
     host, zone = math.log(5 + 2), math.log(3 + 2)
-    assert raw["n8"] == pytest.approx(2 + 2 * zone + 4)  # w4 and w6 sit on nodes without the label
-    assert raw["n4"] == pytest.approx(host + 2)
+    assert raw["n8"] == pytest.approx(whole(2 + 2 * zone + 4))  # w4 and w6 sit on nodes without the label
+    assert raw["n4"] == pytest.approx(whole(host + 2))
 
 
 def test_the_defaults_honour_the_pods_node_affinity_when_counting() -> None:
@@ -238,6 +241,41 @@ def test_the_defaults_use_the_controllers_selector() -> None:
     by_controller, _ = run("PodTopologySpread", owned, candidates, extra, tables=tables)
     by_service, _ = run("PodTopologySpread", owned, candidates, extra, tables=WEB_SERVICE)
     assert by_controller == pytest.approx(by_service) and by_controller["n1"] > 0
+
+
+def test_raw_scores_are_rounded_before_normalisation_as_kube_scheduler_does() -> None:
+    """kube-scheduler's Score returns ``int64(math.Round(sum))``: nodes whose sums differ by a fraction
+    can tie, and a fractional gap can become a whole point, which normalisation then magnifies."""
+    nodes = [
+        node("y", {ZONE: "a"}, [_web("p1", "y")]),
+        node("w", {ZONE: "a"}),
+        node("x", {ZONE: "b"}),
+    ]
+    extra = [node("e", {ZONE: "b"}, [_web("p2", "e"), _web("p3", "e")])]
+    constraints = [_constraint(HOST, skew=3), _constraint(ZONE, skew=1)]
+    incoming = pod("in", labels={"app": "web"}, spec={"topologySpreadConstraints": constraints})
+    host, zone = math.log(3 + 2), math.log(2 + 2)  # three candidate hosts, two candidate zones
+    # hostname maxSkew 3 adds 2; zone counts: a 1 (p1), b 2 (p2, p3)
+    sums = {"y": 1 * host + 2 + 1 * zone, "w": 0 * host + 2 + 1 * zone, "x": 0 * host + 2 + 2 * zone}
+    # unrounded: y 4.996, w 3.386, x 4.773 -> normalised y 6.78, w 10, x 7.23 (x preferred over y);
+    # rounded:   y 5,     w 3,     x 5     -> normalised y 6,    w 10, x 6    (y and x tie), which is
+    # what kube-scheduler's int64 NormalizeScore gives too: 10 * (5 + 3 - 5) / 5 = 6, 10 * 5 / 5 = 10
+    unrounded_high, unrounded_low = max(sums.values()), min(sums.values())
+    unrounded = {n: 10 * (unrounded_high + unrounded_low - s) / unrounded_high for n, s in sums.items()}
+    assert unrounded["x"] > unrounded["y"] + 0.4
+    expected_raw = {n: whole(s) for n, s in sums.items()}
+    assert expected_raw == {"y": 5.0, "w": 3.0, "x": 5.0}
+    raw, normalized = run("PodTopologySpread", incoming, nodes, extra)
+    assert raw == expected_raw
+    assert normalized == {"y": 6.0, "w": 10.0, "x": 6.0}
+    # the engine's batch path (score_all, normalize_values) rounds the same way
+    scorer = TopologySpreadScorer()
+    snapshot = Snapshot(nodes={n.name: n for n in [*nodes, *extra]})
+    ctx = ScoringContext(resource_weights={"cpu": 1, "memory": 1})
+    state = scorer.prepare(incoming, snapshot, nodes, ctx)
+    values = scorer.score_all(incoming, nodes, state, ctx)
+    assert values == [5.0, 3.0, 5.0]
+    assert scorer.normalize_values(values, state) == [6.0, 10.0, 6.0]
 
 
 # ----------------------------------------------------------------- counts kept across snapshots
