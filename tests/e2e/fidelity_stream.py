@@ -1,14 +1,17 @@
-"""A seeded cluster and pod stream for the fidelity test: every predicate kube-scheduler v1.28 runs
-by default gets nodes that pass and nodes that fail it.
+"""A seeded cluster and pod stream for the fidelity test: every predicate kube-scheduler runs by
+default gets nodes that pass and nodes that fail it, and every score plug-in nodes it tells apart.
 
 Nodes carry zones, tiers, a numeric rank (for Gt/Lt), optional disks, taints of every effect, one
 is cordoned, one reports Ready=False and one MemoryPressure=True without the lifecycle
 controller's taints (kube-scheduler filters on taints, not conditions), one lacks the zone label,
-one holds few pods and some offer an extended resource. Pods draw requests that fill nodes, init
-containers, host ports (also on plain init containers, which do not count), selectors, required
-node affinity with every operator and matchFields, tolerations, required pod (anti-)affinity on
-hostname and zone (with namespaces lists and namespace selectors), and topology spread with
-minDomains, matchLabelKeys, empty and missing selectors and both inclusion policies.
+one holds few pods, some offer an extended resource and most hold some of the stream's images.
+Pods draw requests that fill nodes (and some no node can hold), init containers and sidecars
+(restartable init containers, whose requests and host ports count), host ports (also on plain init
+containers, which do not count), pod-level requests where the release has them (1.34 on),
+selectors, required and preferred node affinity with every operator and matchFields, tolerations,
+required pod (anti-)affinity on hostname and zone (with namespaces lists and namespace selectors),
+topology spread with minDomains, matchLabelKeys, empty and missing selectors and both inclusion
+policies, and images some nodes hold.
 """
 
 from __future__ import annotations
@@ -23,6 +26,14 @@ FOO = "example.com/foo"
 APPS = ("web", "db", "cache", "batch")
 TEAMS = ("red", "blue")
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+PAUSE = "registry.k8s.io/pause:3.9"
+# Images nodes may hold, with their sizes: ImageLocality scores between 23 MiB and 1000 MiB per image.
+IMAGES = {
+    "registry.example/app:1": 80 * 2**20,
+    "registry.example/big:2": 700 * 2**20,
+    "registry.example/tools:3": 300 * 2**20,
+    "registry.example/tiny:4": 10 * 2**20,
+}
 
 
 @dataclass
@@ -36,6 +47,7 @@ class NodeSpec:
     extended: dict[str, str] = field(default_factory=dict)
     unschedulable: bool = False
     conditions: dict[str, str] = field(default_factory=dict)  # condition type -> status, beside Ready=True
+    images: list[dict[str, Any]] = field(default_factory=list)  # status.images
 
 
 def gen_nodes(rng: random.Random, prefix: str, count: int = 16) -> list[NodeSpec]:
@@ -53,6 +65,7 @@ def gen_nodes(rng: random.Random, prefix: str, count: int = 16) -> list[NodeSpec
                 memory=rng.choice(("4Gi", "8Gi", "16Gi")),
                 labels=labels,
                 extended={FOO: "2"} if i % 4 == 1 else {},
+                images=[{"names": [name], "sizeBytes": size} for name, size in IMAGES.items() if rng.random() < 0.45],
             )
         )
     nodes[0].taints = [{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}]
@@ -78,6 +91,8 @@ def _requests(rng: random.Random, with_foo: bool) -> dict[str, Any]:
     requests: dict[str, str] = {}
     cpu = _quantity(rng, ("", "100m", "100m", "250m", "500m", "1", "1500m", "3"))
     memory = _quantity(rng, ("", "128Mi", "128Mi", "512Mi", "1Gi", "2Gi", "6Gi"))
+    if rng.random() < 0.03:  # more than any node's allocatable
+        cpu, memory = rng.choice((("12", memory), (cpu, "24Gi")))
     if cpu:
         requests["cpu"] = cpu
     if memory:
@@ -185,28 +200,64 @@ def _spread(rng: random.Random, app: str) -> list[dict[str, Any]]:
     return out
 
 
+def _image(rng: random.Random) -> str:
+    return rng.choice((PAUSE, PAUSE, *IMAGES))
+
+
+def _pod_level(rng: random.Random, containers: list[dict[str, Any]]) -> dict[str, Any]:
+    """Pod-level requests, at least the containers' sum as the API requires, of cpu and/or memory."""
+    out: dict[str, str] = {}
+    for resource, unit, extra in (("cpu", "m", (0, 250, 1000)), ("memory", "Mi", (0, 256, 2048))):
+        if rng.random() < 0.7:
+            total = 0
+            for container in containers:
+                text = ((container.get("resources") or {}).get("requests") or {}).get(resource)
+                if text:
+                    total += _to_unit(text, unit)
+            out[resource] = f"{total + rng.choice(extra)}{unit}"
+    return {"requests": out} if out else {}
+
+
+def _to_unit(text: str, unit: str) -> int:
+    """A quantity of the stream's forms ("250m", "3", "512Mi", "2Gi") in millicores or MiB."""
+    if unit == "m":
+        return int(text[:-1]) if text.endswith("m") else int(text) * 1000
+    return int(text[:-2]) * (1024 if text.endswith("Gi") else 1)
+
+
 def gen_pod(
-    rng: random.Random, index: int, scheduler: str, namespaces: tuple[str, str], node_names: list[str]
+    rng: random.Random,
+    index: int,
+    scheduler: str,
+    namespaces: tuple[str, str],
+    node_names: list[str],
+    minor: int = 28,
 ) -> tuple[str, dict[str, Any]]:
-    """(namespace, a v1.Pod body) for the ``index``-th pod of the stream."""
+    """(namespace, a v1.Pod body) for the ``index``-th pod of the stream, for release 1.``minor``."""
     namespace = namespaces[0] if rng.random() < 0.75 else namespaces[1]
     app = rng.choice(APPS)
     labels = {"app": app, "team": rng.choice(TEAMS)}
-    container: dict[str, Any] = {"name": "main", "image": "registry.k8s.io/pause:3.9"}
+    container: dict[str, Any] = {"name": "main", "image": _image(rng)}
     resources = _requests(rng, with_foo=rng.random() < 0.12)
     if resources:
         container["resources"] = resources
     if rng.random() < 0.15:
         container["ports"] = _ports(rng)
     spec: dict[str, Any] = {"schedulerName": scheduler, "terminationGracePeriodSeconds": 0, "containers": [container]}
-    if rng.random() < 0.2:
-        init: dict[str, Any] = {"name": "init", "image": "registry.k8s.io/pause:3.9"}
+    if rng.random() < 0.3:
+        init: dict[str, Any] = {"name": "init", "image": _image(rng)}
         init_resources = _requests(rng, with_foo=False)
         if init_resources:
             init["resources"] = init_resources
         if rng.random() < 0.4:
             init["ports"] = _ports(rng)
+        if rng.random() < 0.4:
+            init["restartPolicy"] = "Always"  # a sidecar (1.28's API server drops the field: a plain init)
         spec["initContainers"] = [init]
+    if minor >= 34 and rng.random() < 0.15:
+        pod_level = _pod_level(rng, [*spec.get("initContainers", []), container])
+        if pod_level:
+            spec["resources"] = pod_level
     if rng.random() < 0.15:
         spec["nodeSelector"] = rng.choice(({"tier": "gold"}, {"disk": "ssd"}, {ZONE: "b", "tier": "silver"}))
     affinity: dict[str, Any] = {}

@@ -2,7 +2,9 @@
 
 Registered with ``nodeCacheCapable: true`` and only a filter verb, it receives the nodes
 kube-scheduler's own default plugins found feasible, asks our replica's ``/filter`` about every
-node of the test, records both answers, and hands kube-scheduler our verdict on its nodes.
+node of the test, records both answers, and hands kube-scheduler our verdict on its nodes. It also
+asks our replica's ``/v1/explain`` for each plug-in's score on the nodes kube-scheduler goes on to
+score (those both sides pass), to compare with the scores kube-scheduler logs.
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ class FilterCall:
     scheduler_message: str = ""  # kube-scheduler's own account, when it found no node (no call then)
     direct: bool = False  # asked by the test itself: kube-scheduler found no node and called no extender
     diagnosis: str = ""  # what the test saw of both sides when the verdicts differed
+    # Our score per kube-scheduler plug-in name per node, normalised to 0..100 and weighted as
+    # kube-scheduler logs its own; empty when fewer than two nodes were left to score.
+    scores: dict[str, dict[str, float]] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
@@ -38,9 +43,11 @@ class FilterCall:
 
 
 class RecordingExtender:
-    def __init__(self, replica_url: str, nodes: Sequence[str]) -> None:
+    def __init__(self, replica_url: str, nodes: Sequence[str], weights: dict[str, int] | None = None) -> None:
+        """``weights``: each of our priorities' weight (the replica's policy), by our name."""
         self.replica_url = replica_url
         self.nodes = list(nodes)
+        self.weights = weights or {}
         self.calls: list[FilterCall] = []
         self._lock = threading.Lock()
         self._client = httpx.Client(timeout=10)
@@ -70,6 +77,18 @@ class RecordingExtender:
         reasons = {**(answer.get("FailedNodes") or {}), **(answer.get("FailedAndUnresolvableNodes") or {})}
         return set(answer.get("NodeNames") or []), reasons, answer.get("Error") or ""
 
+    def explain_scores(self, pod: dict[str, Any], names: list[str]) -> dict[str, dict[str, float]]:
+        """node -> kube-scheduler plug-in -> our score on kube-scheduler's scale (0..100 times the weight)."""
+        resp = self._client.post(f"{self.replica_url}/v1/explain", json={"Pod": pod, "NodeNames": names})
+        resp.raise_for_status()
+        out: dict[str, dict[str, float]] = {}
+        for node, entry in resp.json()["nodes"].items():
+            out[node] = {
+                detail["plugin"].split(" (")[0]: detail["score"] * 10 * self.weights.get(name, 1)
+                for name, detail in entry["priorities"].items()
+            }
+        return out
+
     def calls_for(self, key: str) -> list[FilterCall]:
         with self._lock:
             return [c for c in self.calls if c.key == key]
@@ -80,6 +99,9 @@ class RecordingExtender:
         theirs = set(body.get("NodeNames") or [])
         ours, reasons, error = self.ask(pod)
         call = FilterCall(pod, theirs & compared, ours & compared, reasons, error)
+        scored = sorted(theirs & ours & compared)
+        if not error and len(scored) >= 2:
+            call.scores = self.explain_scores(pod, scored)
         with self._lock:
             self.calls.append(call)
         if error:

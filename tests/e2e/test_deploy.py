@@ -23,13 +23,14 @@ import yaml
 
 from devstack.controlplane import ControlPlane, KubeScheduler
 from devstack.kube import Kube, resources, wait_for
+from devstack.releases import NEWEST
 from devstack.replica import REPO
 from devstack.stack import Stack
 from devstack.tls import MutualTLS
 from tests.e2e.conftest import StartStack
 from tests.e2e.test_gangs import legacy
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.every_release]
 
 OVERLAYS = sorted(p.parent.name for p in (REPO / "deploy" / "overlays").glob("*/kustomization.yaml"))
 NAMESPACE = "kube-gang-extender"
@@ -189,6 +190,9 @@ def test_the_second_scheduler_runs_its_rendered_configuration_as_its_own_account
     (deployment,) = [d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == SCHEDULER]
     template = deployment["spec"]["template"]
     assert template["metadata"]["labels"]["kube-gang-extender.io/extender-client"] == "true"
+    # The release the overlay deploys by default is the newest the project is tested against; the one
+    # running here is the release under test, with the same rendered configuration.
+    assert template["spec"]["containers"][0]["image"] == f"registry.k8s.io/kube-scheduler:v{NEWEST.version}"
     assert template["spec"]["volumes"][0]["configMap"]["name"] == config_map["metadata"]["name"]
 
     scheduler = KubeScheduler(

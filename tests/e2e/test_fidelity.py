@@ -1,15 +1,17 @@
-"""Our filter against kube-scheduler's own default plugins, verdict by verdict.
+"""Our filter and scores against kube-scheduler's own default plugins, verdict by verdict and plug-in
+by plug-in, on each tested release.
 
-kube-scheduler (v1.28, default plugins) calls the recording extender with exactly the nodes its
-plugins found feasible; the recorder asks our replica about every node of the test. Pods are
+kube-scheduler (default plugins) calls the recording extender with exactly the nodes its plugins
+found feasible; the recorder asks our replica about every node of the test, and for its plug-ins'
+scores on the nodes kube-scheduler goes on to score, which kube-scheduler logs at ``--v=10``. Pods are
 created one at a time on a seeded cluster, each waited for until it is bound (and our snapshot
 has it) or found unschedulable (then deleted, so it is never retried on a later state), so both
 sides judge every pod on the same cluster. Every few pods a share of the bound ones is deleted to free
 room, and the stream pauses until kube-scheduler's cache has surely seen the deletions too.
 
 Every pod has the same priority, so nothing is preempted and no pod is nominated: those paths are
-covered by table tests (tests/unit/test_preemption_fidelity.py), as are features newer than the
-kube-scheduler binary (sidecar ports, pod-level resources, in-place resize).
+covered by table tests (tests/unit/test_preemption_fidelity.py) and by the preemption scenarios run
+on every release, as is in-place resize. Our replica follows the release it reads from the API server.
 """
 
 from __future__ import annotations
@@ -31,17 +33,29 @@ import yaml
 from devstack.controlplane import ControlPlane, KubeScheduler, utc_now
 from devstack.kube import MERGE, Kube, wait_for
 from devstack.replica import ServerProcess
+from extenders.policy import DEFAULT_PRIORITIES
 from tests.e2e.fidelity_stream import NodeSpec, gen_nodes, gen_pod
 from tests.e2e.recording_extender import FilterCall, RecordingExtender
 from tests.plugins.e2e_tier import report
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.every_release]
 
 SEED = 20261123
 PODS = 260
 CHURN_EVERY = 15  # pods between two rounds of deletions
 CHURN_SHARE = 0.4  # of the bound pods, deleted in each round
 CHURN_PAUSE = 1.0  # seconds for kube-scheduler's cache to drop them (nothing tells when it has)
+# How far our score may be from kube-scheduler's, in points of 0..100 per unit of weight: its plug-ins
+# truncate to integers where we keep fractions (once; twice for a mean of truncated resource scores,
+# or a change of truncated balances). Anything further is a difference of rule.
+ROUNDING = {"NodeResourcesFit": 2.0, "NodeResourcesBalancedAllocation": 2.0}
+WEIGHTS = {"TaintToleration": 3, "NodeAffinity": 2, "PodTopologySpread": 2, "InterPodAffinity": 2}
+# kube-scheduler's reason (1.32 on) for the nodes a PreFilter result left out.
+OUTSIDE_PREFILTER = "node(s) didn't satisfy plugin(s) [NodeAffinity]"
+PLUGIN_SCORE = re.compile(
+    r'"Plugin scored node for pod" pod="(?P<pod>[^"]+)" plugin="(?P<plugin>[^"]+)" node="(?P<node>[^"]+)" '
+    r"score=(?P<score>-?\d+)"
+)
 
 
 class Fidelity:
@@ -50,6 +64,8 @@ class Fidelity:
     def __init__(self, plane: ControlPlane, kube: Kube, redis_url: str, workdir: Path, rng: random.Random) -> None:
         self.kube = kube
         self.rng = rng
+        self.version = plane.version
+        self.minor = int(plane.version.split(".")[1])
         self.run = f"fid-{secrets.token_hex(3)}"
         self.namespaces = (f"{self.run}-a", f"{self.run}-b")
         kube.create_namespace(self.namespaces[0], {"fidelity": "main"})
@@ -71,9 +87,17 @@ class Fidelity:
         self.scheduler: KubeScheduler | None = None
         self.replica.wait_ready(60)
         self._wait_synced()
-        self.recorder = RecordingExtender(self.replica.url, self.node_names)
-        self.scheduler = KubeScheduler(plane, self.run, [self.recorder.entry()], workdir)
+        self.recorder = RecordingExtender(self.replica.url, self.node_names, dict(DEFAULT_PRIORITIES))
+        # --v=10: each plug-in's score per node is logged.
+        self.scheduler = KubeScheduler(plane, self.run, [self.recorder.entry()], workdir, verbosity=10)
         time.sleep(1)  # kube-scheduler's informers list the nodes
+        # 1.28 counts an image's nodes as they were when each node entered its cache (kubernetes
+        # #116938): one update of every node, now that all are there, brings the counts up to date.
+        for name in self.node_names:
+            listed = {"metadata": {"labels": {"listed": "yes"}}}
+            self.kube.http.patch(f"/api/v1/nodes/{name}", json=listed, headers=MERGE)
+        wait_for(lambda: all(self._labelled(n) for n in self.node_names), 30, "the replica sees the relabelled nodes")
+        time.sleep(1)
 
     def _create_node(self, spec: NodeSpec) -> None:
         self.kube.create_node(
@@ -84,6 +108,7 @@ class Fidelity:
             extended=spec.extended,
             labels=spec.labels,
             taints=spec.taints,
+            images=spec.images,
         )
         if spec.unschedulable:
             self.kube.http.patch(f"/api/v1/nodes/{spec.name}", json={"spec": {"unschedulable": True}}, headers=MERGE)
@@ -98,6 +123,10 @@ class Fidelity:
             }
             resp = self.kube.http.patch(f"/api/v1/nodes/{spec.name}/status", json={"status": status}, headers=MERGE)
             resp.raise_for_status()
+
+    def _labelled(self, name: str) -> bool:
+        doc = self._node_doc(name)
+        return doc is not None and (doc.get("labels") or {}).get("listed") == "yes"
 
     def _node_doc(self, name: str) -> dict[str, Any] | None:
         resp = httpx.get(f"{self.replica.url}/v1/nodes/{name}", timeout=5)
@@ -208,14 +237,40 @@ def fidelity(
 
 
 def scheduler_histogram(message: str) -> tuple[int, Counter[str]]:
-    """(nodes, reason -> node count) from kube-scheduler's "0/N nodes are available: ..." message."""
-    found = re.match(r"0/(\d+) nodes are available: (.*?)\.( preemption:|$)", message)
+    """(nodes, reason -> node count) from kube-scheduler's "0/N nodes are available: ..." message;
+    the histogram ends at its first full stop, before what PostFilter plug-ins add (preemption, and
+    DRA's "no new claims to deallocate" from 1.34 to 1.36)."""
+    found = re.match(r"0/(\d+) nodes are available: (.*?)\.(?: |$)", message)
     assert found, f"unexpected kube-scheduler message: {message!r}"
     counts: Counter[str] = Counter()
     for part in found.group(2).split(", "):
         count, reason = part.split(" ", 1)
         counts[reason] += int(count)
     return int(found.group(1)), counts
+
+
+def kube_scores(log: str) -> dict[str, dict[str, dict[str, int]]]:
+    """pod -> node -> plug-in -> score, from kube-scheduler's ``--v=10`` log (the last attempt's)."""
+    out: dict[str, dict[str, dict[str, int]]] = {}
+    for line in log.splitlines():
+        found = PLUGIN_SCORE.search(line)
+        if found:
+            out.setdefault(found["pod"], {}).setdefault(found["node"], {})[found["plugin"]] = int(found["score"])
+    return out
+
+
+def score_differences(ours: dict[str, dict[str, float]], theirs: dict[str, dict[str, int]]) -> list[str]:
+    """Where a plug-in's score differs by more than kube-scheduler's integer rounding. A plug-in one
+    side does not report (kube-scheduler skips it, or we do not run it) scores 0 there."""
+    out = []
+    for node in sorted(set(ours) | set(theirs)):
+        mine, kube = ours.get(node, {}), theirs.get(node, {})
+        for plugin in sorted(set(mine) | set(kube)):
+            weight = WEIGHTS.get(plugin, 1)
+            gap = abs(mine.get(plugin, 0.0) - kube.get(plugin, 0)) / weight
+            if gap >= ROUNDING.get(plugin, 1.0):
+                out.append(f"{node} {plugin}: ours {mine.get(plugin, 0.0):.2f}, kube-scheduler {kube.get(plugin, 0)}")
+    return out
 
 
 def our_histogram(reasons: dict[str, str]) -> Counter[str]:
@@ -264,7 +319,7 @@ def test_our_filter_verdicts_equal_kube_schedulers_default_plugins(fidelity: Fid
     unschedulable = 0
     direct: list[FilterCall] = []  # pods kube-scheduler found no node for (it calls no extender then)
     for index in range(PODS):
-        namespace, body = gen_pod(rng, index, fidelity.run, fidelity.namespaces, fidelity.node_names)
+        namespace, body = gen_pod(rng, index, fidelity.run, fidelity.namespaces, fidelity.node_names, fidelity.minor)
         name = body["metadata"]["name"]
         created = fidelity.kube.create_pod(namespace, body)
         state, where = fidelity.outcome(namespace, name)
@@ -298,16 +353,31 @@ def test_our_filter_verdicts_equal_kube_schedulers_default_plugins(fidelity: Fid
         assert nodes == len(fidelity.node_names), f"other nodes are in the cluster: {call.scheduler_message}"
         evaluated = prefiltered_nodes(call.pod)
         reasons = {n: r for n, r in call.reasons.items() if evaluated is None or n in evaluated}
+        if evaluated is not None and fidelity.minor >= 32:
+            # From 1.32 the nodes NodeAffinity's PreFilter left out are counted, under their own reason.
+            reasons.update({n: OUTSIDE_PREFILTER for n in call.reasons if n not in evaluated})
         if theirs != our_histogram(reasons) and call not in mismatches:
             mismatches.append(call)
+    # Scores, plug-in by plug-in, where kube-scheduler scored (two nodes or more passed).
+    assert fidelity.scheduler is not None
+    logged = kube_scores(fidelity.scheduler.process.log_path.read_text(errors="replace"))
+    scored = [c for c in calls if c.scores and c.key in logged]
+    score_mismatches = [(c, diff) for c in scored if (diff := score_differences(c.scores, logged[c.key]))]
+    pairs = sum(len(c.scores) for c in scored)
     verdicts = len(compared) * len(fidelity.node_names)
     report(
-        f"fidelity vs kube-scheduler v1.28: {PODS} pods ({PODS - unschedulable} bound, {unschedulable} "
+        f"fidelity vs kube-scheduler v{fidelity.version}: {PODS} pods ({PODS - unschedulable} bound, {unschedulable} "
         f"unschedulable), {len(calls)} filter calls + {len(direct)} pods no node fitted, {verdicts} verdicts "
         f"over {len(fidelity.node_names)} nodes compared, {len(direct)} failure messages compared, "
-        f"{len(mismatches)} mismatching pods"
+        f"{len(mismatches)} mismatching pods; {len(scored)} pods scored on {pairs} pod-node pairs, plug-in scores "
+        f"beyond integer rounding: {len(score_mismatches)} pods"
     )
     assert not mismatches, f"{len(mismatches)} of {len(compared)} pods judged differently:\n" + "\n".join(
         _describe(c) for c in mismatches[:15]
     )
     assert len(calls) >= PODS // 2, "kube-scheduler called the extender for too few pods to compare"
+    assert len(scored) >= PODS // 4, f"kube-scheduler logged scores for too few pods ({len(scored)}) to compare"
+    assert not score_mismatches, f"{len(score_mismatches)} of {len(scored)} pods scored differently:\n" + "\n".join(
+        f"{c.key}: {json.dumps(c.pod.get('spec'), sort_keys=True)}\n  " + "\n  ".join(diff[:8])
+        for c, diff in score_mismatches[:10]
+    )

@@ -24,7 +24,7 @@ from tests.e2e.churn import COMPLETE_SECONDS, VACANT_SECONDS, Churn
 from tests.e2e.conftest import Cluster, StartStack
 from tests.plugins.e2e_tier import report
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.every_release]
 
 CHURN_SECONDS = float(os.environ.get("EXTENDER_CHURN_SECONDS", "120"))
 CHURN_SEED = int(os.environ.get("EXTENDER_CHURN_SEED", "29"))

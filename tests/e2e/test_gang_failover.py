@@ -14,7 +14,7 @@ from devstack.stack import Stack
 from tests.e2e.conftest import Cluster, StartStack
 from tests.e2e.test_gangs import bound, legacy
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.every_release]
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ from tests.e2e.conftest import Cluster, StartStack
 from tests.e2e.test_gang_lifecycle import hold_gang, late_node, podgroup_body, podgroup_path
 from tests.e2e.test_gangs import POD_GROUP, legacy
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.every_release]
 
 LOW, HIGH = "e2e-low", "e2e-high"
 # Bindings of a permitted gang, or the evictions of a gang preempted whole, land one by one.

@@ -27,7 +27,7 @@ from devstack.stack import Stack
 from devstack.tls import MutualTLS
 from tests.e2e.conftest import Cluster, StartStack
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.every_release]
 
 LEGACY = ("pod-group.scheduling.sigs.k8s.io/name", "pod-group.scheduling.sigs.k8s.io/min-available")
 BIND_ARGS = {"PodName": "nobody", "PodNamespace": "default", "PodUID": "0", "Node": "nowhere"}

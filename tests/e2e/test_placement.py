@@ -70,6 +70,7 @@ def test_an_extended_resource_kube_scheduler_ignores_is_counted_by_the_extender(
         cluster.cleanup()
 
 
+@pytest.mark.every_release
 def test_preemption_spares_the_pod_a_disruption_budget_protects(cluster: Cluster) -> None:
     guarded_node = cluster.node("guarded", cpu="4")
     plain_node = cluster.node("plain", cpu="4")

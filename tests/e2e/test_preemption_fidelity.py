@@ -1,0 +1,585 @@
+"""Preemption through kube-scheduler and our extender against kube-scheduler alone, on each tested release.
+
+Each scenario is built twice, in two fresh namespaces with identical nodes (each set named after its
+namespace, so placements are compared without that prefix): once for a kube-scheduler with no
+extender at all (a profile of its own), once for the module's stack (kube-scheduler calling our
+replicas for filter, prioritize, preempt and bind). Running pods are bound by name, each with a
+``status.startTime`` of its own: kube-scheduler reprieves pods of equal priority oldest first and
+breaks its last tie between candidate nodes on the victims' start times, so with no two pods started
+at once no two candidate nodes tie and kube-scheduler's choice is never a coin toss. Then the
+preemptors come, one at a time, the same in both runs, and each run's outcome is read back from the
+API server: where each preemptor was nominated or bound when it settled, where it is bound in the
+end, and which of the scenario's pods were deleted. The two outcomes must be equal; kube-scheduler's
+own must also be the one the scenario expects (else the scenario does not test what it says).
+
+No kubelet runs: victims deleted with grace 0 vanish at once, and a victim holding a finalizer stays
+terminating until the test removes it. Every pod selects its run's nodes by label, so neither
+kube-scheduler looks at the other run's nodes (nodes a pod cannot select are never candidates).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import random
+import secrets
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from devstack.controlplane import ControlPlane, KubeScheduler
+from devstack.kube import Kube, KubeError, priority_class, resources, wait_for
+from devstack.stack import Stack
+from tests.e2e.scenarios import ScenarioCluster, Target
+from tests.plugins.e2e_tier import report
+
+pytestmark = [pytest.mark.e2e, pytest.mark.every_release]
+
+# Priority classes by value, created once per control plane.
+CLASSES = {100: "pf-low", 200: "pf-200", 300: "pf-300", 400: "pf-400", 500: "pf-mid", 1000: "pf-high"}
+HOLD = "e2e.example.com/hold"  # a finalizer: its pod stays terminating once deleted, until released
+RUN = "e2e.example.com/preemption-run"  # node label naming the run a node belongs to
+HOST = "kubernetes.io/hostname"
+EPOCH = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)  # running pods started minutes before it
+HELD_SECONDS = 3.0  # how long a preemptor held by a terminating victim must stay as it is
+SETTLE_SECONDS = 60.0  # for a preemptor to be bound (or nominated, when held)
+APPS = ("web", "db", "cache")
+
+
+# ------------------------------------------------------------------------------------------ scenarios
+@dataclass(frozen=True)
+class Node:
+    name: str
+    cpu: str = "4"
+    taints: tuple[tuple[str, str], ...] = ()  # (key, value), effect NoSchedule
+
+
+@dataclass(frozen=True)
+class Running:
+    """A pod already running on a node (bound by name)."""
+
+    name: str
+    node: str
+    priority: int
+    cpu: str
+    age: int  # minutes started before EPOCH: among equal priorities the older is the more important
+    app: str = ""  # its label app=..., which disruption budgets select
+    held: bool = False  # holds a finalizer: stays terminating once deleted
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A PodDisruptionBudget over app=``app``; no disruption controller runs, so its status is written."""
+
+    app: str
+    allowed: int  # status.disruptionsAllowed
+    min_available: int | None = None  # the spec's minAvailable; else maxUnavailable: ``allowed``
+
+
+@dataclass(frozen=True)
+class Preemptor:
+    name: str
+    cpu: str
+    priority: int = 1000
+    held: bool = False  # settles nominated, its victim terminating, until the test releases the victims
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What kube-scheduler alone does: where each preemptor ends up bound, which pods were deleted."""
+
+    nodes: Mapping[str, str]
+    victims: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    id: str
+    what: str
+    nodes: tuple[Node, ...]
+    pods: tuple[Running, ...]
+    preemptors: tuple[Preemptor, ...]
+    budgets: tuple[Budget, ...] = ()
+    expect: Callable[[int], Expected] | None = None  # by the release's minor; None: not written down
+
+    def describe(self) -> str:
+        lines = [f"scenario {self.id}: {self.what}"]
+        for node in self.nodes:
+            taints = "".join(f", taint {k}={v}:NoSchedule" for k, v in node.taints)
+            pods = ", ".join(
+                f"{p.name} (priority {p.priority}, cpu {p.cpu}, started {p.age}m before"
+                + (f", app={p.app}" if p.app else "")
+                + (", finalizer" if p.held else "")
+                + ")"
+                for p in self.pods
+                if p.node == node.name
+            )
+            lines.append(f"  node {node.name} (cpu {node.cpu}{taints}): {pods or 'empty'}")
+        for budget in self.budgets:
+            lines.append(f"  PDB over app={budget.app}: disruptionsAllowed {budget.allowed}")
+        for p in self.preemptors:
+            lines.append(f"  then preemptor {p.name}: priority {p.priority}, cpu {p.cpu}")
+        return "\n".join(lines)
+
+
+def fixed(nodes: Mapping[str, str], victims: Sequence[str]) -> Callable[[int], Expected]:
+    """The same expectation on every release."""
+    return lambda _minor: Expected(dict(nodes), frozenset(victims))
+
+
+def by_release(before_32: Expected, from_32: Expected) -> Callable[[int], Expected]:
+    return lambda minor: before_32 if minor < 32 else from_32
+
+
+URGENT = (Preemptor("urgent", cpu="4"),)
+
+WRITTEN = (
+    Scenario(
+        "fewest-victims-on-one-node",
+        "one node full of low-priority pods: the oldest are reprieved, only as many go as the preemptor needs",
+        (Node("n1"),),
+        tuple(Running(f"l{i}", "n1", 100, "1", age) for i, age in enumerate((40, 30, 20, 10), start=1)),
+        (Preemptor("urgent", cpu="2"),),
+        expect=fixed({"urgent": "n1"}, ["l3", "l4"]),
+    ),
+    Scenario(
+        "least-important-victims",
+        "the node whose victim has the lower priority (though the other's started later)",
+        (Node("n1"), Node("n2")),
+        (Running("a", "n1", 300, "4", 10), Running("b", "n2", 100, "4", 50)),
+        URGENT,
+        expect=fixed({"urgent": "n2"}, ["b"]),
+    ),
+    Scenario(
+        "no-pdb-violation-first",
+        "a PDB (maxUnavailable 0) guards the lower-priority victim: the node without a violation",
+        (Node("n1"), Node("n2")),
+        (Running("g", "n1", 100, "4", 10, app="guarded"), Running("u", "n2", 300, "4", 50, app="plain")),
+        URGENT,
+        budgets=(Budget("guarded", 0),),
+        expect=fixed({"urgent": "n2"}, ["u"]),
+    ),
+    Scenario(
+        "fewest-pdb-violations",
+        "every candidate violates a PDB (minAvailable): the node with fewer violations, its victims' "
+        "higher priority notwithstanding",
+        (Node("n1"), Node("n2")),
+        (
+            Running("a1", "n1", 300, "2", 20, app="alpha"),
+            Running("a2", "n1", 300, "2", 21, app="alpha"),
+            Running("b1", "n2", 100, "2", 5, app="beta"),
+            Running("b2", "n2", 100, "2", 6, app="beta"),
+        ),
+        URGENT,
+        budgets=(Budget("alpha", 1, min_available=1), Budget("beta", 0, min_available=2)),
+        expect=fixed({"urgent": "n1"}, ["a1", "a2"]),
+    ),
+    Scenario(
+        "strictly-lower-priority-only",
+        "a mid-priority preemptor: the mid-priority pod is no victim, so its node is no candidate",
+        (Node("n1"), Node("n2")),
+        (
+            Running("m1", "n1", 500, "3", 5),
+            Running("l1", "n1", 100, "1", 60),
+            Running("l2", "n2", 100, "2", 50),
+            Running("l3", "n2", 100, "2", 40),
+        ),
+        (Preemptor("urgent", cpu="2", priority=500),),
+        expect=fixed({"urgent": "n2"}, ["l3"]),
+    ),
+    Scenario(
+        "untolerated-taint",
+        "the node with the cheapest victim has a NoSchedule taint the preemptor does not tolerate",
+        (Node("n1", taints=(("dedicated", "reserved"),)), Node("n2")),
+        (Running("l1", "n1", 100, "4", 5), Running("m1", "n2", 400, "4", 50)),
+        URGENT,
+        expect=fixed({"urgent": "n2"}, ["m1"]),
+    ),
+    Scenario(
+        "one-victim-over-two",
+        "two victims on one node, one of the same priority on the other (started earlier)",
+        (Node("n1"), Node("n2")),
+        (Running("a1", "n1", 100, "2", 5), Running("a2", "n1", 100, "2", 6), Running("b1", "n2", 100, "4", 60)),
+        URGENT,
+        expect=fixed({"urgent": "n2"}, ["b1"]),
+    ),
+    Scenario(
+        "smallest-priority-sum",
+        "the same highest priority and count of victims: the smaller sum of priorities",
+        (Node("n1"), Node("n2")),
+        (
+            Running("a1", "n1", 300, "2", 5),
+            Running("a2", "n1", 200, "2", 6),
+            Running("b1", "n2", 300, "2", 60),
+            Running("b2", "n2", 100, "2", 61),
+        ),
+        URGENT,
+        expect=fixed({"urgent": "n2"}, ["b1", "b2"]),
+    ),
+    Scenario(
+        "latest-start-time",
+        "one victim of the same priority everywhere: the one started last (status.startTime)",
+        (Node("n1"), Node("n2"), Node("n3")),
+        (Running("a", "n1", 100, "4", 30), Running("b", "n2", 100, "4", 10), Running("c", "n3", 100, "4", 20)),
+        URGENT,
+        expect=fixed({"urgent": "n2"}, ["b"]),
+    ),
+    Scenario(
+        "nominated-pod-counts",
+        "a first preemptor stays nominated to n1 while its victim terminates; a second one cannot use "
+        "n1 (the nominated pod counts there) and preempts on n2",
+        (Node("n1", cpu="3"), Node("n2")),
+        (
+            Running("a1", "n1", 100, "3", 5, held=True),
+            Running("b1", "n2", 100, "2", 50),
+            Running("b2", "n2", 100, "2", 40),
+        ),
+        (Preemptor("first", cpu="3", held=True), Preemptor("second", cpu="1")),
+        expect=fixed({"first": "n1", "second": "n2"}, ["a1", "b2"]),
+    ),
+    Scenario(
+        "terminating-victim-no-second-preemption",
+        "the victim keeps a finalizer: the preemptor stays nominated and preempts nothing more meanwhile",
+        (Node("n1"), Node("n2")),
+        (Running("a1", "n1", 100, "4", 5, held=True), Running("b1", "n2", 500, "4", 60)),
+        (Preemptor("urgent", cpu="4", held=True),),
+        expect=fixed({"urgent": "n1"}, ["a1"]),
+    ),
+    Scenario(
+        "pdb-guarded-low-beside-higher",
+        "each node: a PDB-guarded low pod beside a higher one; 1.28 reads the violating victim first "
+        "(n1's lower), 1.32 on the most important (n2's lower)",
+        (Node("n1"), Node("n2")),
+        (
+            Running("g1", "n1", 100, "2", 30, app="guarded"),
+            Running("m1", "n1", 500, "2", 31),
+            Running("g2", "n2", 200, "2", 32, app="guarded"),
+            Running("m2", "n2", 300, "2", 33),
+        ),
+        URGENT,
+        budgets=(Budget("guarded", 0),),
+        expect=by_release(
+            Expected({"urgent": "n1"}, frozenset({"g1", "m1"})), Expected({"urgent": "n2"}, frozenset({"g2", "m2"}))
+        ),
+    ),
+)
+
+
+def seeded(seed: int) -> Scenario:
+    """3-4 full nodes of low- and mid-priority pods (distinct start times), sometimes a PDB, one preemptor."""
+    rng = random.Random(seed)
+    nodes = tuple(Node(f"n{i}") for i in range(1, rng.choice((3, 4)) + 1))
+    ages = iter(rng.sample(range(1, 1000), 64))
+    pods: list[Running] = []
+    for node in nodes:
+        free = 4
+        while free:
+            cpu = min(free, rng.choice((1, 1, 2)))
+            priority = rng.choice((100, 200, 300, 400, 500))
+            pods.append(Running(f"p{len(pods)}", node.name, priority, str(cpu), next(ages), app=rng.choice(APPS)))
+            free -= cpu
+    budgets = (Budget(rng.choice(APPS), rng.choice((0, 0, 1))),) if rng.random() < 0.6 else ()
+    preemptor = Preemptor("urgent", cpu=str(rng.choice((1, 2, 3, 4))))
+    return Scenario(f"seed-{seed}", f"random.Random({seed})", nodes, tuple(pods), (preemptor,), budgets)
+
+
+SCENARIOS = (*WRITTEN, *(seeded(seed) for seed in range(1, 6)))
+
+
+# ------------------------------------------------------------------------------------------- the runs
+@dataclass(frozen=True)
+class Outcome:
+    settled: tuple[tuple[str, str, str], ...]  # (preemptor, "bound" | "nominated" | "unsettled", node)
+    bound: tuple[tuple[str, str], ...]  # (preemptor, node it is bound to in the end or "")
+    victims: tuple[str, ...]  # the scenario's pods deleted (gone or terminating)
+
+    def __str__(self) -> str:
+        settled = ", ".join(f"{name} {state} {node or '-'}" for name, state, node in self.settled)
+        bound = ", ".join(f"{name} on {node or '-'}" for name, node in self.bound)
+        return f"settled: {settled}; in the end: {bound}; victims: {', '.join(self.victims) or 'none'}"
+
+
+def started(age: int) -> str:
+    return (EPOCH - datetime.timedelta(minutes=age)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Run(ScenarioCluster):
+    """One build of a scenario: its namespace, its nodes (named and labelled after the namespace), the
+    pods of its scheduler profile."""
+
+    def __init__(self, target: Target, namespace: str, log_paths: Sequence[str] = ()) -> None:
+        super().__init__(target, namespace)
+        self.log_paths = log_paths
+        self.created: list[str] = []  # the scenario's pods, running ones and preemptors
+        self.sentinels = 0
+
+    def short(self, node: str) -> str:
+        return node.removeprefix(f"{self.namespace}-")
+
+    def build(self, scenario: Scenario) -> None:
+        ns = self.namespace
+        self.kube.create_namespace(ns)
+        for budget in scenario.budgets:
+            self._budget(budget, sum(1 for p in scenario.pods if p.app == budget.app))
+        for node in scenario.nodes:
+            taints = [{"key": k, "value": v, "effect": "NoSchedule"} for k, v in node.taints]
+            self.node(node.name, cpu=node.cpu, labels={RUN: ns}, taints=taints)
+        for pod in scenario.pods:
+            body = self.kube.pod_body(
+                pod.name,
+                scheduler=self.target.scheduler_name,
+                requests=resources(cpu=pod.cpu),
+                labels={"app": pod.app} if pod.app else None,
+                nodeName=f"{ns}-{pod.node}",
+                priorityClassName=CLASSES[pod.priority],
+            )
+            if pod.held:
+                body["metadata"]["finalizers"] = [HOLD]
+            self.kube.create_pod(ns, body)
+            self.created.append(pod.name)
+            # No kubelet: write the start time one would (kube-scheduler and we rank victims by it).
+            status = {"status": {"phase": "Running", "startTime": started(pod.age)}}
+            self.kube.patch(f"/api/v1/namespaces/{ns}/pods/{pod.name}/status", status)
+
+    def _budget(self, budget: Budget, pods: int) -> None:
+        path = f"/apis/policy/v1/namespaces/{self.namespace}/poddisruptionbudgets"
+        name = f"guard-{budget.app}"
+        spec: dict[str, Any] = {"selector": {"matchLabels": {"app": budget.app}}}
+        if budget.min_available is not None:
+            spec["minAvailable"] = budget.min_available
+        else:
+            spec["maxUnavailable"] = budget.allowed
+        body = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": name}, "spec": spec}
+        created = self.kube.create(path, body)
+        # No disruption controller runs here: write the status it would.
+        status = {
+            "observedGeneration": created["metadata"].get("generation", 1),
+            "disruptionsAllowed": budget.allowed,
+            "currentHealthy": pods,
+            "desiredHealthy": max(0, pods - budget.allowed),
+            "expectedPods": pods,
+        }
+        self.kube.patch(f"{path}/{name}/status", {"status": status})
+
+    def start_barrier(self, barrier: str) -> str:
+        """A pod for this run's kube-scheduler on the barrier node, created after everything else: once
+        it is bound, that kube-scheduler has seen the events before it (one pod watch, in order)."""
+        self.sentinels += 1
+        name = f"sentinel-{self.sentinels}"
+        body = self.kube.pod_body(name, scheduler=self.target.scheduler_name, nodeSelector={HOST: barrier})
+        self.kube.create_pod(self.namespace, body)
+        return name
+
+    def finish_barrier(self, scenario: Scenario, barrier: str, sentinel: str) -> None:
+        """The sentinel bound, and every replica's snapshot holding it and the scenario's pods (the
+        replicas watch pods in order too: they have the start times written before)."""
+        self.wait_bound([sentinel], timeout=SETTLE_SECONDS)
+        wanted: dict[str, set[str]] = {barrier: {sentinel}}
+        for pod in scenario.pods:
+            wanted.setdefault(f"{self.namespace}-{pod.node}", set()).add(pod.name)
+
+        def synced() -> bool:
+            for url in self.target.replica_urls:
+                for node, names in wanted.items():
+                    resp = httpx.get(f"{url}/v1/nodes/{node}", timeout=5)
+                    if resp.status_code != 200:
+                        return False
+                    held = {p["name"] for p in resp.json()["pods"] if p["namespace"] == self.namespace}
+                    if not names <= held:
+                        return False
+            return True
+
+        try:
+            wait_for(synced, SETTLE_SECONDS, "the replicas' snapshots have the scenario's pods")
+        except TimeoutError as exc:
+            raise AssertionError(f"{exc}\n{self.target.logs()}") from None
+
+    def create_preemptor(self, preemptor: Preemptor) -> None:
+        body = self.kube.pod_body(
+            preemptor.name,
+            scheduler=self.target.scheduler_name,
+            requests=resources(cpu=preemptor.cpu),
+            nodeSelector={RUN: self.namespace},
+            priorityClassName=CLASSES[preemptor.priority],
+        )
+        self.kube.create_pod(self.namespace, body)
+        self.created.append(preemptor.name)
+
+    def pods_now(self) -> dict[str, dict[str, Any]]:
+        return {p["metadata"]["name"]: p for p in self.kube.pods(self.namespace)}
+
+    def victims(self, pods: Mapping[str, dict[str, Any]]) -> tuple[str, ...]:
+        return tuple(sorted(n for n in self.created if n not in pods or pods[n]["metadata"].get("deletionTimestamp")))
+
+    def release(self) -> None:
+        """Remove the finalizer of every pod holding one: terminating pods vanish."""
+        for name, pod in self.pods_now().items():
+            if pod["metadata"].get("finalizers"):
+                with contextlib.suppress(KubeError):  # deleted meanwhile
+                    self.kube.patch(
+                        f"/api/v1/namespaces/{self.namespace}/pods/{name}", {"metadata": {"finalizers": None}}
+                    )
+
+    def evidence(self) -> str:
+        """What our replicas logged about this run's pods, and where kube-scheduler's log is."""
+        lines: list[str] = []
+        for path in self.log_paths:
+            try:
+                text = Path(path).read_text(errors="replace")
+            except OSError:
+                continue
+            lines += [f"{path}: {line}" for line in text.splitlines() if self.namespace in line]
+        return "\n".join(lines[-40:]) or "(no line names this run's pods)"
+
+    def cleanup(self) -> None:
+        self.release()
+        super().cleanup()
+
+
+def settle(runs: Sequence[Run], name: str, held: bool) -> list[tuple[str, str]]:
+    """Each run's (state, node) for preemptor ``name`` once it has settled: bound; or, when ``held``,
+    nominated, with a victim, and neither its node nor the victims changing for HELD_SECONDS. After
+    SETTLE_SECONDS: "unsettled" with the node it is nominated to, if any."""
+    out: dict[int, tuple[str, str]] = {}
+    since: dict[int, tuple[float, tuple[str, tuple[str, ...]]]] = {}
+    deadline = time.monotonic() + SETTLE_SECONDS
+    last: dict[int, str] = {}
+    while len(out) < len(runs):
+        for i, run in enumerate(runs):
+            if i in out:
+                continue
+            pods = run.pods_now()
+            pod = pods.get(name) or {}
+            node = (pod.get("spec") or {}).get("nodeName") or ""
+            nominated = (pod.get("status") or {}).get("nominatedNodeName") or ""
+            last[i] = nominated
+            if node:
+                out[i] = ("bound", run.short(node))
+            elif held and nominated:
+                state = (nominated, run.victims(pods))
+                seen = since.get(i)
+                now = time.monotonic()
+                if seen is None or seen[1] != state:
+                    since[i] = (now, state)
+                elif now - seen[0] >= HELD_SECONDS and state[1]:
+                    out[i] = ("nominated", run.short(nominated))
+        if len(out) == len(runs):
+            break
+        if time.monotonic() > deadline:
+            for i, run in enumerate(runs):
+                out.setdefault(i, ("unsettled", run.short(last.get(i, ""))))
+            break
+        time.sleep(0.2)
+    return [out[i] for i in range(len(runs))]
+
+
+def play(scenario: Scenario, runs: Sequence[Run], barrier: str) -> list[Outcome]:
+    """Build the scenario in every run, then send its preemptors one by one to all runs at once."""
+    for run in runs:
+        run.build(scenario)
+    sentinels = [run.start_barrier(barrier) for run in runs]
+    for run, sentinel in zip(runs, sentinels, strict=True):
+        run.finish_barrier(scenario, barrier, sentinel)
+    settled: list[list[tuple[str, str, str]]] = [[] for _ in runs]
+    for preemptor in scenario.preemptors:
+        for run in runs:
+            run.create_preemptor(preemptor)
+        for i, (state, node) in enumerate(settle(runs, preemptor.name, preemptor.held)):
+            settled[i].append((preemptor.name, state, node))
+    if any(p.held for p in scenario.preemptors):
+        for run in runs:
+            run.release()
+    bound: list[list[tuple[str, str]]] = [[] for _ in runs]
+    for preemptor in scenario.preemptors:
+        for i, (state, node) in enumerate(settle(runs, preemptor.name, False)):
+            bound[i].append((preemptor.name, node if state == "bound" else ""))
+    victims = [run.victims(run.pods_now()) for run in runs]
+    return [Outcome(tuple(settled[i]), tuple(bound[i]), victims[i]) for i in range(len(runs))]
+
+
+# ------------------------------------------------------------------------------------------- fixtures
+@pytest.fixture(scope="module")
+def alone(control_plane: ControlPlane, kube: Kube, tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeScheduler]:
+    """A kube-scheduler with no extender, a profile of its own; and the scenarios' priority classes."""
+    for value, name in CLASSES.items():
+        resp = kube.http.post("/apis/scheduling.k8s.io/v1/priorityclasses", json=priority_class(name, value))
+        if resp.status_code not in (201, 409):
+            raise KubeError(f"priority class {name}: {resp.status_code} {resp.text[:300]}")
+    scheduler = KubeScheduler(
+        control_plane, f"alone-{secrets.token_hex(3)}", [], tmp_path_factory.mktemp("alone-scheduler")
+    )
+    yield scheduler
+    scheduler.stop()
+
+
+@pytest.fixture(scope="module")
+def barrier(kube: Kube, stack: Stack) -> Iterator[str]:
+    """A roomy node no preemptor may use, where each run's sentinel pods go (``Run.start_barrier``)."""
+    name = f"pf-barrier-{secrets.token_hex(3)}"
+    kube.create_node(name, cpu="64", pods=1000)
+    wait_for(
+        lambda: all(r.get(f"/v1/nodes/{name}").status_code == 200 for r in stack.replicas),
+        SETTLE_SECONDS,
+        "the replicas' snapshots have the barrier node",
+    )
+    yield name
+    kube.delete_node(name)
+
+
+@pytest.fixture(scope="module")
+def tally(control_plane: ControlPlane) -> Iterator[list[bool]]:
+    """Whether each scenario's two outcomes agreed; one line at the end of the run per release."""
+    agreed: list[bool] = []
+    yield agreed
+    report(f"preemption vs kube-scheduler v{control_plane.version}: {len(agreed)} scenarios, {sum(agreed)} agree")
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.id for s in SCENARIOS])
+def test_preemption_decides_as_kube_scheduler_alone(
+    scenario: Scenario,
+    kube: Kube,
+    stack: Stack,
+    alone: KubeScheduler,
+    barrier: str,
+    tally: list[bool],
+    control_plane: ControlPlane,
+) -> None:
+    token = secrets.token_hex(3)
+    bare = Run(Target(kube, alone.name, [], alone.log), f"pf-{token}-alone")
+    ours = Run(
+        Target(kube, stack.name, [r.url for r in stack.replicas], stack.logs),
+        f"pf-{token}-ours",
+        [str(r.log_path) for r in stack.replicas],
+    )
+    runs = (bare, ours)
+    try:
+        theirs, mine = play(scenario, runs, barrier)
+    finally:
+        for run in runs:
+            run.cleanup()
+    tally.append(theirs == mine)
+    scheduler_logs = [str(alone.process.log_path)]
+    if stack.scheduler is not None:
+        scheduler_logs.append(str(stack.scheduler.process.log_path))
+    assert theirs == mine, (
+        f"{scenario.describe()}\n"
+        f"kube-scheduler alone ({bare.namespace}): {theirs}\n"
+        f"with our extender ({ours.namespace}): {mine}\n"
+        f"our replicas on {ours.namespace}:\n{ours.evidence()}\n"
+        f"kube-scheduler logs: {', '.join(scheduler_logs)}"
+    )
+    # kube-scheduler alone must have preempted, and as the scenario says (else it tests something else).
+    assert all(node for _, node in theirs.bound) and theirs.victims, f"{scenario.describe()}\nno preemption: {theirs}"
+    if scenario.expect is not None:
+        minor = int(control_plane.version.split(".")[1])
+        expected = scenario.expect(minor)
+        got = Expected(dict(theirs.bound), frozenset(theirs.victims))
+        assert got == expected, (
+            f"{scenario.describe()}\nkube-scheduler v{control_plane.version} alone: {theirs}\n"
+            f"the scenario expects: bound {dict(expected.nodes)}, victims {sorted(expected.victims)}"
+        )
