@@ -102,8 +102,9 @@ def why_unavailable(release: Release) -> str | None:
 _failed: dict[str, str] = {}
 
 
-def binaries(release: Release) -> Path:
-    """The release's binary directory, built (minutes, once) when nothing holds it yet."""
+def binaries(release: Release, background: bool = False) -> Path:
+    """The release's binary directory, built (minutes, once) when nothing holds it yet;
+    ``background``: at the lowest CPU priority, beside other work."""
     found = locate(release)
     if found is not None:
         return found
@@ -113,9 +114,10 @@ def binaries(release: Release) -> Path:
     if go is None:
         raise ReleaseUnavailable(why_unavailable(release) or "")
     env = {**os.environ, "PATH": f"{Path(go).parent}:{os.environ.get('PATH', '')}"}
-    done = subprocess.run(
-        [str(BUILD_SCRIPT), release.version], capture_output=True, text=True, env=env, cwd=REPO, timeout=3600
-    )
+    command = [str(BUILD_SCRIPT), release.version]
+    if background and shutil.which("nice"):
+        command = ["nice", "-n", "19", *command]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO, timeout=3600)
     if done.returncode != 0:
         _failed[release.version] = f"building v{release.version} failed:\n{done.stderr[-4000:]}"
         raise ReleaseUnavailable(_failed[release.version])

@@ -20,6 +20,15 @@ if [ -x "$dest/kube-apiserver" ] && [ -x "$dest/kube-scheduler" ]; then
 fi
 command -v go >/dev/null || { echo "kube-build: go is not on PATH" >&2; exit 1; }
 
+# One build of a release at a time: a second caller waits, then finds the binaries.
+mkdir -p "$(dirname "$dest")"
+exec 9>"$dest.lock"
+flock 9
+if [ -x "$dest/kube-apiserver" ] && [ -x "$dest/kube-scheduler" ]; then
+  echo "$dest"
+  exit 0
+fi
+
 IFS=. read -r major minor patch <<<"${version#v}"
 [ -n "${patch:-}" ] || { echo "kube-build: $version is not MAJOR.MINOR.PATCH" >&2; exit 1; }
 staging="v0.$minor.$patch"

@@ -73,6 +73,7 @@ class EvictionStore:
         self.redis = redis
         self.key = f"{prefix}:gangevict"
         self.preempting_key = f"{prefix}:preempting"
+        self.offered_key = f"{prefix}:preemptoffered"
 
     async def record(self, evictions: Sequence[GangEviction], seconds: float = RECORD_SECONDS) -> None:
         until = int((time.time() + seconds) * 1000)
@@ -111,6 +112,9 @@ class EvictionStore:
                     int(doc.get("min") or 1),
                 )
                 out.append((eviction, int(doc["until"])))
+                if name != eviction.field:  # written before records were kept per node: moved under its field
+                    await self.redis.hset(self.key, eviction.field, value)
+                    await self.redis.hdel(self.key, name)
             except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
                 log.warning("dropping an unreadable gang eviction record %s", name)
                 await self.redis.hdel(self.key, name)
@@ -120,19 +124,28 @@ class EvictionStore:
         if fields:
             await self.redis.hdel(self.key, *fields)
 
-    async def mark_preempting(self, uids: Sequence[str], seconds: float = PREEMPTING_SECONDS) -> None:
-        """``uids`` are being evicted by kube-scheduler (maybe not yet seen): leaving, for a while."""
+    async def mark_preempting(
+        self, uids: Sequence[str], offered: Sequence[str] = (), seconds: float = PREEMPTING_SECONDS
+    ) -> None:
+        """``uids`` are being evicted by kube-scheduler (maybe not yet seen): leaving, for a while;
+        ``offered``: every victim of the answer, some of which kube-scheduler may evict."""
         now = int(time.time() * 1000)
+        until = now + int(seconds * 1000)
         async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.zremrangebyscore(self.preempting_key, "-inf", now)
-            if uids:
-                pipe.zadd(self.preempting_key, dict.fromkeys(uids, now + int(seconds * 1000)))
+            for key, marked in ((self.preempting_key, uids), (self.offered_key, offered)):
+                pipe.zremrangebyscore(key, "-inf", now)
+                if marked:
+                    pipe.zadd(key, dict.fromkeys(marked, until))
             await pipe.execute()
 
-    async def preempting(self) -> frozenset[str]:
-        """The uids marked by ``mark_preempting`` whose mark has not ended."""
-        raw = await self.redis.zrangebyscore(self.preempting_key, int(time.time() * 1000), "+inf")
-        return frozenset(u.decode() if isinstance(u, bytes) else str(u) for u in raw)
+    async def preempting(self) -> tuple[frozenset[str], frozenset[str]]:
+        """The uids marked by ``mark_preempting`` whose mark has not ended: (being evicted, offered)."""
+        now = int(time.time() * 1000)
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.zrangebyscore(self.preempting_key, now, "+inf")
+            pipe.zrangebyscore(self.offered_key, now, "+inf")
+            evicting, offered = await pipe.execute()
+        return _uids(evicting), _uids(offered)
 
 
 class GangEvictor:
@@ -216,6 +229,10 @@ class GangEvictor:
             gone,
             eviction.node,
         )
+
+
+def _uids(raw: Sequence[Any]) -> frozenset[str]:
+    return frozenset(u.decode() if isinstance(u, bytes) else str(u) for u in raw)
 
 
 def _gone(snapshot: Snapshot, uid: str) -> bool:

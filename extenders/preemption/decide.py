@@ -4,7 +4,7 @@ applied across them."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field
 
 from extenders.gang.eviction import GangEviction
@@ -43,20 +43,22 @@ def process_preemption(
     *,
     gang_of: GangOf,
     victim_pods: Mapping[str, PodInfo] | None = None,
+    departed: Set[str] = frozenset(),
 ) -> Preemption:
     """The nodes (in candidate order) where preemption also satisfies this extender, with their victims.
 
     ``candidates`` maps each node kube-scheduler proposes to the UIDs of the victims it
     picked there; ``victim_pods`` holds the full victim pods by UID when they came in
     ``NodeNameToVictims``. ``gang_of(pod)`` tells a pod's gang as ``(key, min_member)``: the
-    gang package's rules (``extenders.gang.gang_of_for``). Never mutates ``snapshot``.
+    gang package's rules (``extenders.gang.gang_of_for``). ``departed``: the victims of recent
+    answers (see ``NodeSelector``). Never mutates ``snapshot``.
     """
     if preemptor.preemption_policy == NEVER:
         log.info("preempt %s: preemptionPolicy Never, no candidate accepted", preemptor.key)
         return Preemption()
     if not candidates:
         return Preemption()
-    selector = NodeSelector(policy, preemptor, snapshot)
+    selector = NodeSelector(policy, preemptor, snapshot, departed)
     rules = GangRules(selector, gang_of)
     why = rules.cannot_complete()
     if why:

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -136,9 +136,13 @@ class Trial:
 class NodeSelector:
     """SelectVictimsOnNode for one preemptor, against one snapshot."""
 
-    def __init__(self, policy: Policy, preemptor: PodInfo, snapshot: Snapshot) -> None:
+    def __init__(
+        self, policy: Policy, preemptor: PodInfo, snapshot: Snapshot, departed: Set[str] = frozenset()
+    ) -> None:
+        """``departed``: victims of recent answers; one the snapshot no longer holds was deleted since."""
         self.preemptor = preemptor
         self.snapshot = snapshot
+        self.departed = departed
         self.prepared = engine.prepare_pod(policy, preemptor, snapshot)
         self.budgets = DisruptionBudgets(snapshot.pdbs.values())
         self.nominated = snapshot.nominated()
@@ -216,6 +220,7 @@ class NodeSelector:
             drop_node(RULE_UNKNOWN_NODE, "the snapshot has no such node")
             return None
         scheduler_victims: list[PodInfo] = []
+        gone: list[PodInfo] = []  # the scheduler's victims deleted since an earlier answer named them
         seen: set[str] = set()
         for uid in uids:
             if uid in seen:
@@ -223,6 +228,13 @@ class NodeSelector:
             seen.add(uid)
             pod = info.pods.get(uid)
             full = victim_pods.get(uid) if victim_pods else None
+            if pod is None and uid in self.departed and self.snapshot.find_pod(uid) is None:
+                # kube-scheduler (1.33 on) retries the preemptor before its cache drops the victims it
+                # evicted: the same node again, with them. Our view is newer, not older: they stay in
+                # the answer (kube-scheduler finds them gone) and free nothing more.
+                departed = full or PodInfo(namespace="", name=uid, uid=uid)
+                gone.append(dataclasses.replace(departed, deletion_timestamp=departed.deletion_timestamp or "deleted"))
+                continue
             if pod is None or (full is not None and full.node_name and full.node_name != node_name):
                 what = f"{full.key} ({uid})" if full is not None else uid
                 drop_node(RULE_UNKNOWN_VICTIM, f"victim {what} is not on this node in the snapshot")
@@ -240,6 +252,7 @@ class NodeSelector:
         trial = Trial(info, [p for p in live if p.uid not in seen], self._nominated(info))
         for sibling in self._siblings(node_name, siblings):
             trial.add(sibling)
+        scheduler_victims += gone
         if self.fits(trial):
             if not scheduler_victims:
                 drop_node(RULE_NO_VICTIMS, "fits without evicting anything; an empty list is refused")

@@ -241,14 +241,15 @@ class Scheduler:
             try:
                 # Victims of answers just given may not be gone from the snapshot yet: kube-scheduler
                 # evicts asynchronously, and another preemptor's cycle may come first.
-                view = with_leaving(snap, await self.gangs.evictions.preempting())
+                evicting, offered = await self.gangs.evictions.preempting()
+                view = with_leaving(snap, evicting)
             except (RedisError, OSError) as exc:
                 log.warning("preempt answered no candidates: Redis unavailable (%s)", exc)
                 return {}
             gang_of = self.gangs.gang_of(view)
             try:
                 result = process_preemption(
-                    self.policy, pod, candidates, view, gang_of=gang_of, victim_pods=victim_pods
+                    self.policy, pod, candidates, view, gang_of=gang_of, victim_pods=victim_pods, departed=offered
                 )
             except Exception:  # no answer we can vouch for: preempt nothing this cycle
                 log.exception("preempt failed for %s", pod.key)
@@ -260,12 +261,15 @@ class Scheduler:
                     # Unrecorded, the gang's members elsewhere would stay: that gang would be left half alive.
                     log.warning("preempt %s: no candidate: its gang eviction was not recorded (%s)", pod.key, exc)
                     return {}
-            if len(result.nodes) == 1:  # kube-scheduler can only pick this node: its victims are leaving
-                (only,) = result.nodes.values()
+            # With one node, kube-scheduler can only pick it: its victims are leaving. Any answered victim
+            # may be evicted, and found missing when kube-scheduler retries with it (see NodeSelector).
+            certain = next(iter(result.nodes.values())).uids if len(result.nodes) == 1 else []
+            answered = [uid for victims in result.nodes.values() for uid in victims.uids]
+            if answered:
                 try:
-                    await self.gangs.evictions.mark_preempting(only.uids)
+                    await self.gangs.evictions.mark_preempting(certain, answered)
                 except (RedisError, OSError) as exc:
-                    log.warning("preempt %s: its victims were not marked as leaving (%s)", pod.key, exc)
+                    log.warning("preempt %s: its victims were not marked (%s)", pod.key, exc)
             return result.nodes
 
     async def explain(self, pod: PodInfo, names: list[str] | None = None) -> dict[str, Any]:

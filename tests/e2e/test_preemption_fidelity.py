@@ -15,6 +15,9 @@ own must also be the one the scenario expects (else the scenario does not test w
 No kubelet runs: victims deleted with grace 0 vanish at once, and a victim holding a finalizer stays
 terminating until the test removes it. Every pod selects its run's nodes by label, so neither
 kube-scheduler looks at the other run's nodes (nodes a pod cannot select are never candidates).
+kube-scheduler 1.33 and 1.34 can leave a preemptor pending although its node is free (their async
+preemption races its own informer): a preemptor that waits so on a node with nothing terminating is
+nudged by the deletion of an unrelated scheduled pod, on either run alike (``Run.nudge``).
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ HOST = "kubernetes.io/hostname"
 EPOCH = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)  # running pods started minutes before it
 HELD_SECONDS = 3.0  # how long a preemptor held by a terminating victim must stay as it is
 SETTLE_SECONDS = 60.0  # for a preemptor to be bound (or nominated, when held)
+NUDGE_SECONDS = 5.0  # a preemptor nominated, nothing terminating, not bound for so long is stuck (Run.nudge)
 APPS = ("web", "db", "cache")
 
 
@@ -312,11 +316,14 @@ class Run(ScenarioCluster):
     """One build of a scenario: its namespace, its nodes (named and labelled after the namespace), the
     pods of its scheduler profile."""
 
-    def __init__(self, target: Target, namespace: str, log_paths: Sequence[str] = ()) -> None:
+    def __init__(self, target: Target, namespace: str, barrier: str, logs: Sequence[Path]) -> None:
+        """``logs``: the log files that may name this run's pods (its kube-scheduler's, our replicas')."""
         super().__init__(target, namespace)
-        self.log_paths = log_paths
+        self.barrier = barrier
+        self.logs = logs
         self.created: list[str] = []  # the scenario's pods, running ones and preemptors
         self.sentinels = 0
+        self.nudges = 0
 
     def short(self, node: str) -> str:
         return node.removeprefix(f"{self.namespace}-")
@@ -366,20 +373,20 @@ class Run(ScenarioCluster):
         }
         self.kube.patch(f"{path}/{name}/status", {"status": status})
 
-    def start_barrier(self, barrier: str) -> str:
+    def start_barrier(self) -> str:
         """A pod for this run's kube-scheduler on the barrier node, created after everything else: once
         it is bound, that kube-scheduler has seen the events before it (one pod watch, in order)."""
         self.sentinels += 1
         name = f"sentinel-{self.sentinels}"
-        body = self.kube.pod_body(name, scheduler=self.target.scheduler_name, nodeSelector={HOST: barrier})
+        body = self.kube.pod_body(name, scheduler=self.target.scheduler_name, nodeSelector={HOST: self.barrier})
         self.kube.create_pod(self.namespace, body)
         return name
 
-    def finish_barrier(self, scenario: Scenario, barrier: str, sentinel: str) -> None:
+    def finish_barrier(self, scenario: Scenario, sentinel: str) -> None:
         """The sentinel bound, and every replica's snapshot holding it and the scenario's pods (the
         replicas watch pods in order too: they have the start times written before)."""
         self.wait_bound([sentinel], timeout=SETTLE_SECONDS)
-        wanted: dict[str, set[str]] = {barrier: {sentinel}}
+        wanted: dict[str, set[str]] = {self.barrier: {sentinel}}
         for pod in scenario.pods:
             wanted.setdefault(f"{self.namespace}-{pod.node}", set()).add(pod.name)
 
@@ -425,16 +432,31 @@ class Run(ScenarioCluster):
                         f"/api/v1/namespaces/{self.namespace}/pods/{name}", {"metadata": {"finalizers": None}}
                     )
 
+    def nudge(self) -> None:
+        """Delete a scheduled pod (one made for it, on the barrier node): kube-scheduler retries the
+        pods waiting for room. kube-scheduler 1.33 and 1.34 may leave a preemptor waiting for good
+        when a victim it evicts again was already gone (the deletion it waits for came before)."""
+        self.nudges += 1
+        name = f"nudge-{self.nudges}"
+        body = self.kube.pod_body(name, scheduler=self.target.scheduler_name, nodeName=self.barrier)
+        self.kube.create_pod(self.namespace, body)
+        self.kube.delete_pod(self.namespace, name)
+
     def evidence(self) -> str:
-        """What our replicas logged about this run's pods, and where kube-scheduler's log is."""
+        """What the logs say about this run's pods: kube-scheduler's preemptions, our replicas' decisions."""
         lines: list[str] = []
-        for path in self.log_paths:
+        for path in self.logs:
             try:
-                text = Path(path).read_text(errors="replace")
+                text = path.read_text(errors="replace")
             except OSError:
                 continue
-            lines += [f"{path}: {line}" for line in text.splitlines() if self.namespace in line]
-        return "\n".join(lines[-40:]) or "(no line names this run's pods)"
+            named = [
+                line
+                for line in text.splitlines()
+                if f"{self.namespace}/" in line and "sentinel" not in line and "nudge" not in line
+            ]
+            lines += [f"  {path.name}: {line[:400]}" for line in named[-25:]]
+        return "\n".join(lines) or "  (no line names this run's pods)"
 
     def cleanup(self) -> None:
         self.release()
@@ -444,9 +466,11 @@ class Run(ScenarioCluster):
 def settle(runs: Sequence[Run], name: str, held: bool) -> list[tuple[str, str]]:
     """Each run's (state, node) for preemptor ``name`` once it has settled: bound; or, when ``held``,
     nominated, with a victim, and neither its node nor the victims changing for HELD_SECONDS. After
-    SETTLE_SECONDS: "unsettled" with the node it is nominated to, if any."""
+    SETTLE_SECONDS: "unsettled" with the node it is nominated to, if any. A preemptor nominated to a
+    node where nothing is terminating that is still not bound after NUDGE_SECONDS gets a nudge."""
     out: dict[int, tuple[str, str]] = {}
     since: dict[int, tuple[float, tuple[str, tuple[str, ...]]]] = {}
+    waiting: dict[int, float] = {}  # since when each run's preemptor waits with nothing terminating
     deadline = time.monotonic() + SETTLE_SECONDS
     last: dict[int, str] = {}
     while len(out) < len(runs):
@@ -458,16 +482,26 @@ def settle(runs: Sequence[Run], name: str, held: bool) -> list[tuple[str, str]]:
             node = (pod.get("spec") or {}).get("nodeName") or ""
             nominated = (pod.get("status") or {}).get("nominatedNodeName") or ""
             last[i] = nominated
+            now = time.monotonic()
             if node:
                 out[i] = ("bound", run.short(node))
-            elif held and nominated:
+                continue
+            if held and nominated:
                 state = (nominated, run.victims(pods))
                 seen = since.get(i)
-                now = time.monotonic()
                 if seen is None or seen[1] != state:
                     since[i] = (now, state)
                 elif now - seen[0] >= HELD_SECONDS and state[1]:
                     out[i] = ("nominated", run.short(nominated))
+                continue
+            terminating = any(
+                p["metadata"].get("deletionTimestamp") and p["spec"].get("nodeName") == nominated for p in pods.values()
+            )
+            if not nominated or terminating:
+                waiting.pop(i, None)
+            elif now - waiting.setdefault(i, now) >= NUDGE_SECONDS:
+                run.nudge()
+                waiting[i] = now
         if len(out) == len(runs):
             break
         if time.monotonic() > deadline:
@@ -478,13 +512,13 @@ def settle(runs: Sequence[Run], name: str, held: bool) -> list[tuple[str, str]]:
     return [out[i] for i in range(len(runs))]
 
 
-def play(scenario: Scenario, runs: Sequence[Run], barrier: str) -> list[Outcome]:
+def play(scenario: Scenario, runs: Sequence[Run]) -> list[Outcome]:
     """Build the scenario in every run, then send its preemptors one by one to all runs at once."""
     for run in runs:
         run.build(scenario)
-    sentinels = [run.start_barrier(barrier) for run in runs]
+    sentinels = [run.start_barrier() for run in runs]
     for run, sentinel in zip(runs, sentinels, strict=True):
-        run.finish_barrier(scenario, barrier, sentinel)
+        run.finish_barrier(scenario, sentinel)
     settled: list[list[tuple[str, str, str]]] = [[] for _ in runs]
     for preemptor in scenario.preemptors:
         for run in runs:
@@ -550,28 +584,24 @@ def test_preemption_decides_as_kube_scheduler_alone(
     control_plane: ControlPlane,
 ) -> None:
     token = secrets.token_hex(3)
-    bare = Run(Target(kube, alone.name, [], alone.log), f"pf-{token}-alone")
-    ours = Run(
-        Target(kube, stack.name, [r.url for r in stack.replicas], stack.logs),
-        f"pf-{token}-ours",
-        [str(r.log_path) for r in stack.replicas],
-    )
+    bare = Run(Target(kube, alone.name, [], alone.log), f"pf-{token}-alone", barrier, [alone.process.log_path])
+    logs = [r.log_path for r in stack.replicas]
+    if stack.scheduler is not None:
+        logs.insert(0, stack.scheduler.process.log_path)
+    ours = Run(Target(kube, stack.name, [r.url for r in stack.replicas], stack.logs), f"pf-{token}-ours", barrier, logs)
     runs = (bare, ours)
     try:
-        theirs, mine = play(scenario, runs, barrier)
+        theirs, mine = play(scenario, runs)
     finally:
         for run in runs:
             run.cleanup()
     tally.append(theirs == mine)
-    scheduler_logs = [str(alone.process.log_path)]
-    if stack.scheduler is not None:
-        scheduler_logs.append(str(stack.scheduler.process.log_path))
     assert theirs == mine, (
         f"{scenario.describe()}\n"
-        f"kube-scheduler alone ({bare.namespace}): {theirs}\n"
-        f"with our extender ({ours.namespace}): {mine}\n"
-        f"our replicas on {ours.namespace}:\n{ours.evidence()}\n"
-        f"kube-scheduler logs: {', '.join(scheduler_logs)}"
+        f"kube-scheduler alone ({bare.namespace}, {bare.nudges} nudges): {theirs}\n"
+        f"with our extender ({ours.namespace}, {ours.nudges} nudges): {mine}\n"
+        f"logs of kube-scheduler alone:\n{bare.evidence()}\n"
+        f"logs of kube-scheduler and our replicas:\n{ours.evidence()}"
     )
     # kube-scheduler alone must have preempted, and as the scenario says (else it tests something else).
     assert all(node for _, node in theirs.bound) and theirs.victims, f"{scenario.describe()}\nno preemption: {theirs}"
@@ -581,5 +611,6 @@ def test_preemption_decides_as_kube_scheduler_alone(
         got = Expected(dict(theirs.bound), frozenset(theirs.victims))
         assert got == expected, (
             f"{scenario.describe()}\nkube-scheduler v{control_plane.version} alone: {theirs}\n"
-            f"the scenario expects: bound {dict(expected.nodes)}, victims {sorted(expected.victims)}"
+            f"the scenario expects: bound {dict(expected.nodes)}, victims {sorted(expected.victims)}\n"
+            f"{bare.evidence()}"
         )

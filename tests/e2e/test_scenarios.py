@@ -9,7 +9,7 @@ from devstack.kube import Kube
 from devstack.stack import Stack
 from tests.e2e.scenarios import SCENARIOS, Target, prepare, scenario_cluster
 
-pytestmark = [pytest.mark.e2e, pytest.mark.every_release]
+pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture

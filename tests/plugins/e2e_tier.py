@@ -1,15 +1,21 @@
-"""The end-to-end tier without its binaries: a release's tests are left out with one line saying
-what is missing.
+"""The end-to-end tier's releases: built while the other tiers run, and left out with one line
+saying what is missing when they cannot be had.
 
-With ``EXTENDER_E2E=required`` (CI) nothing is left out: the tier's control-plane fixture fails.
+The end-to-end tests run after every other test, so the releases nothing holds yet are built in the
+background meanwhile (scripts/kube-build.sh at low priority, minutes each with a cold Go cache); a
+test of a release still building waits for it before its timeout starts. With
+``EXTENDER_E2E=required`` (CI) nothing is left out: the tier's control-plane fixture fails.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import time
+from collections.abc import Generator
 
 import pytest
+from _pytest._io import TerminalWriter
 
 from devstack import releases
 from devstack.controlplane import find_binaries
@@ -36,12 +42,24 @@ def missing_message(release: Release) -> str | None:
     return None
 
 
+def _release_order(item: pytest.Item) -> tuple[int, ...]:
+    release = item_release(item)
+    return tuple(map(int, release.version.split("."))) if release is not None else ()
+
+
 def item_release(item: pytest.Item) -> Release | None:
     callspec = getattr(item, "callspec", None)
     return callspec.params.get("kube_release") if callspec is not None else None
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # The end-to-end tests after all others, one release after another in their order: the releases
+    # they need are built meanwhile.
+    e2e = [i for i in items if i.get_closest_marker("e2e") is not None]
+    # Oldest release first: the one most likely at hand runs while newer ones may still be building.
+    e2e.sort(key=_release_order)
+    items[:] = [i for i in items if i.get_closest_marker("e2e") is None] + e2e
     if os.environ.get("EXTENDER_E2E") == "required":
         return
     left_out: dict[str, list[pytest.Item]] = {}
@@ -59,25 +77,65 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         _skipped.append(f"end-to-end tier skipped ({len(group)} tests): {message}")
 
 
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """Build the releases the selected tests need and nothing holds yet, before any test runs: a
-    build takes minutes, more than a test's timeout."""
-    needed = {release.version: release for item in session.items if (release := item_release(item)) is not None}
-    for release in needed.values():
-        if releases.locate(release) is not None or releases.why_unavailable(release) is not None:
-            continue
-        writer = session.config.get_terminal_writer()
-        writer.line(f"building kube-apiserver and kube-scheduler v{release.version} (scripts/kube-build.sh, once) ...")
+class Builds:
+    """The releases being built in the background, in the order the tests need them."""
+
+    def __init__(self) -> None:
+        self.done: dict[str, threading.Event] = {}
+        self.log: list[str] = []
+
+    def start(self, needed: list[Release]) -> None:
+        pending = [r for r in needed if releases.locate(r) is None and releases.why_unavailable(r) is None]
+        for release in pending:
+            self.done[release.version] = threading.Event()
+        if pending:
+            threading.Thread(target=self._run, args=(pending,), name="kube-build", daemon=True).start()
+
+    def _run(self, pending: list[Release]) -> None:
+        for release in pending:
+            started = time.monotonic()
+            try:
+                where = releases.binaries(release, background=True)
+                self.log.append(f"built v{release.version} into {where} in {time.monotonic() - started:.0f} s")
+            except releases.ReleaseUnavailable as exc:  # the release's tests fail with it
+                self.log.append(str(exc))
+            finally:
+                self.done[release.version].set()
+
+    def wait(self, release: Release, writer: TerminalWriter) -> None:
+        done = self.done.get(release.version)
+        if done is None or done.is_set():
+            return
         started = time.monotonic()
-        try:
-            where = releases.binaries(release)
-        except releases.ReleaseUnavailable as exc:
-            writer.line(str(exc), red=True)  # the release's tests fail with it
-            continue
-        writer.line(f"built v{release.version} into {where} in {time.monotonic() - started:.0f} s")
+        writer.line(f"\nwaiting for kube-apiserver and kube-scheduler v{release.version} to be built ...")
+        done.wait()
+        writer.line(f"waited {time.monotonic() - started:.0f} s: {self.log[-1] if self.log else ''}")
+
+
+_builds = Builds()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    needed: dict[str, Release] = {}
+    for item in session.items:
+        release = item_release(item) if item.get_closest_marker("e2e") is not None else None
+        if release is not None:
+            needed.setdefault(release.version, release)
+    _builds.start(list(needed.values()))
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, None, None]:
+    """Before the test's timeout starts (pytest-timeout's wrapper is inside this one): its release built."""
+    release = item_release(item)
+    if release is not None:
+        _builds.wait(release, item.config.get_terminal_writer())
+    yield
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    for line in _builds.log:
+        terminalreporter.write_line(line)
     for line in _skipped:
         terminalreporter.write_line(line, yellow=True)
     for line in _reported:

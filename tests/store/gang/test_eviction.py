@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
+import orjson
+
 from extenders.gang.eviction import GangEviction
 from extenders.sync.store import Op
 from tests.gang_support import apply, bound_copy, gpu_node, member
@@ -86,10 +88,24 @@ async def test_records_of_one_gang_on_two_nodes_both_stand_and_the_first_trigger
 async def test_victims_marked_as_preempting_read_back_until_their_mark_ends(replicas: Factory) -> None:
     (r0,) = await replicas(1)
     evictions = r0.gangs.evictions
-    await evictions.mark_preempting(["u1", "u2"], seconds=0.3)
-    await evictions.mark_preempting(["u3"], seconds=5)
-    assert await evictions.preempting() == {"u1", "u2", "u3"}
+    await evictions.mark_preempting(["u1", "u2"], ["u1", "u2", "o1"], seconds=0.3)
+    await evictions.mark_preempting(["u3"], ["u3"], seconds=5)
+    await evictions.mark_preempting([], ["o2"], seconds=5)  # an answer with several nodes: offered only
+    assert await evictions.preempting() == ({"u1", "u2", "u3"}, {"u1", "u2", "o1", "u3", "o2"})
     await asyncio.sleep(0.4)
-    assert await evictions.preempting() == {"u3"}
-    await evictions.mark_preempting([])  # prunes the ended marks
+    assert await evictions.preempting() == ({"u3"}, {"u3", "o2"})
+    await evictions.mark_preempting([], [])  # prunes the ended marks
     assert await evictions.redis.zcard(evictions.preempting_key) == 1
+    assert await evictions.redis.zcard(evictions.offered_key) == 2
+
+
+async def test_a_record_written_per_gang_before_the_upgrade_is_moved_under_its_node(replicas: Factory) -> None:
+    (r0,) = await replicas(1)
+    evictions = r0.gangs.evictions
+    legacy = {"node": "n1", "by": "default/high", "trigger": ["a-0"], "members": [["a-1", "default/a-1"]], "until": 1}
+    await evictions.redis.hset(evictions.key, "default/a", orjson.dumps(legacy))
+    ((record, until),) = await evictions.pending()
+    assert (record.gang, record.node, record.minimum, until) == ("default/a", "n1", 1, 1)
+    assert await evictions.redis.hkeys(evictions.key) == [b"default/a|n1"]
+    await evictions.done(record.field)
+    assert await evictions.pending() == []

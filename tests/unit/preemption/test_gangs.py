@@ -145,3 +145,19 @@ def test_a_gang_member_makes_room_for_its_siblings_too_where_the_node_can_hold_t
     placed = [gang_pod(f"h-{i}", "n2", "h", 3, prio=1000, gpu=0) for i in (1, 2)]
     snap = snapshot([node("n1", cpu="8", gpu=3), node("n2", cpu="8")], [members[0], *placed, *low])
     assert names(preempt(members[0], {"n1": ["uid-low-0"]}, snap).nodes) == {"n1": (["low-0"], 0)}
+
+
+def test_a_victim_deleted_since_an_earlier_answer_named_it_stays_in_the_answer_and_frees_nothing_more() -> None:
+    # kube-scheduler (1.33 on) evicts asynchronously and may retry the preemptor at once, before its
+    # cache drops the victims: the same node again, with low-1 that our snapshot already lost.
+    nodes = [node("n1", cpu="8", gpu=2), node("n2", cpu="8", gpu=1)]
+    pods = [pod("low-2", "n1", prio=10, gpu=1), pod("other", "n2", prio=10, gpu=1)]
+    snap = snapshot(nodes, pods)
+    candidates = {"n1": ["uid-low-1"], "n2": ["uid-other"]}
+    stale = preempt(PREEMPTOR, candidates, snap)
+    assert names(stale.nodes) == {"n2": (["other"], 0)}, "a victim we never named: our view may be behind"
+    retried = process_preemption(
+        POLICY, pod_info(PREEMPTOR), candidates, snap, gang_of=gang_of_for(snap), departed={"uid-low-1"}
+    )
+    assert retried.nodes["n1"].uids == ["uid-low-1"] and retried.nodes["n1"].num_pdb_violations == 0
+    assert retried.nodes["n2"].uids == ["uid-other"]
