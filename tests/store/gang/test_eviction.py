@@ -91,9 +91,9 @@ async def test_victims_marked_as_preempting_read_back_until_their_mark_ends(repl
     await evictions.mark_preempting(["u1", "u2"], ["u1", "u2", "o1"], seconds=0.3)
     await evictions.mark_preempting(["u3"], ["u3"], seconds=5)
     await evictions.mark_preempting([], ["o2"], seconds=5)  # an answer with several nodes: offered only
-    assert await evictions.preempting() == ({"u1", "u2", "u3"}, {"u1", "u2", "o1", "u3", "o2"})
+    assert await evictions.preempting() == (frozenset({"u1", "u2", "u3"}), frozenset({"u1", "u2", "o1", "u3", "o2"}))
     await asyncio.sleep(0.4)
-    assert await evictions.preempting() == ({"u3"}, {"u3", "o2"})
+    assert await evictions.preempting() == (frozenset({"u3"}), frozenset({"u3", "o2"}))
     await evictions.mark_preempting([], [])  # prunes the ended marks
     assert await evictions.redis.zcard(evictions.preempting_key) == 1
     assert await evictions.redis.zcard(evictions.offered_key) == 2
