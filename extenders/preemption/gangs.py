@@ -82,11 +82,24 @@ class GangRules:
     # --- the preemptor's own gang ---------------------------------------------------------------
 
     def _own_gang(self) -> tuple[str, int, list[PodInfo]] | None:
-        """The preemptor's gang: its key, minimum and placed members (the preemptor aside)."""
+        """The preemptor's gang: its key, minimum and placed members (the preemptor aside). A member
+        kube-scheduler nominated to a node after preempting for it counts as placed: the node is
+        kept for it (from 1.33 its victims go after the cycle, so its siblings preempt meanwhile)."""
         ref = self.gang_of(self.preemptor)
         if ref is None:
             return None
-        return ref[0], ref[1], [p for p in self.placement.placed(ref[0]) if p.uid != self.preemptor.uid]
+        skip = {self.preemptor.uid}
+        placed = [p for p in self.placement.placed(ref[0]) if p.uid not in skip]
+        skip.update(p.uid for p in placed)
+        nominated = [
+            p
+            for p in self.snapshot.pending.values()
+            if p.nominated_node_name
+            and p.uid not in skip
+            and not is_leaving(p)
+            and (self.gang_of(p) or ("",))[0] == ref[0]
+        ]
+        return ref[0], ref[1], [*placed, *nominated]
 
     def need(self) -> int:
         """Members of the preemptor's gang still to place, the preemptor included (0 outside a gang)."""

@@ -161,3 +161,24 @@ def test_a_victim_deleted_since_an_earlier_answer_named_it_stays_in_the_answer_a
     )
     assert retried.nodes["n1"].uids == ["uid-low-1"] and retried.nodes["n1"].num_pdb_violations == 0
     assert retried.nodes["n2"].uids == ["uid-other"]
+
+
+def test_a_member_nominated_after_its_preemption_counts_as_placed_for_its_siblings(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Gang h (min 3) is pending; h-0 was nominated to n0 by its preemption, whose victim low-0 is still
+    # there (kube-scheduler 1.33 on evicts after the cycle). Its siblings need two nodes, not three.
+    members = [gang_pod(f"h-{i}", "", "h", 3, prio=1000) for i in range(3)]
+    members[0]["status"]["nominatedNodeName"] = "n0"
+    low = [pod(f"low-{i}", f"n{i}", prio=10, gpu=1) for i in range(3)]
+    snap = snapshot([node(f"n{i}", gpu=1) for i in range(3)], [*members, *low])
+    with caplog.at_level(logging.INFO, logger="extenders.preemption"):
+        result = preempt(members[1], {"n1": ["uid-low-1"]}, snap)
+    assert names(result.nodes) == {"n1": (["low-1"], 0)}, caplog.text
+    # Without the nomination the same count says three members still need room, and there are three.
+    del members[0]["status"]["nominatedNodeName"]
+    fresh = snapshot([node(f"n{i}", gpu=1) for i in range(3)], [*members, *low])
+    assert names(preempt(members[1], {"n1": ["uid-low-1"]}, fresh).nodes) == {"n1": (["low-1"], 0)}
+    # With only two nodes and no nomination, nothing helps: two nodes for three members.
+    two = snapshot([node(f"n{i}", gpu=1) for i in range(2)], [*members, *low[:2]])
+    assert preempt(members[1], {"n1": ["uid-low-1"]}, two).nodes == {}
