@@ -116,6 +116,8 @@ _builds = Builds()
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
+    if session.config.option.collectonly:
+        return
     needed: dict[str, Release] = {}
     for item in session.items:
         release = item_release(item) if item.get_closest_marker("e2e") is not None else None
