@@ -385,9 +385,11 @@ class KubeScheduler:
         percentage_of_nodes_to_score: int | None = None,
         qps: int = 500,
         config: dict[str, Any] | None = None,
+        feature_gates: str | None = None,
     ) -> None:
         """``config``: a whole KubeSchedulerConfiguration to run instead of the one built from the
-        other arguments (a rendered deploy/ overlay)."""
+        other arguments (a rendered deploy/ overlay); ``feature_gates``: other gates than the plane's."""
+        self.feature_gates = plane.feature_gates if feature_gates is None else feature_gates
         self.plane = plane
         self.name = scheduler_name
         workdir.mkdir(parents=True, exist_ok=True)
@@ -422,7 +424,7 @@ class KubeScheduler:
                 "--cert-dir",
                 str(cert_dir),
                 f"--v={self.verbosity}",
-                *([f"--feature-gates={self.plane.feature_gates}"] if self.plane.feature_gates else []),
+                *([f"--feature-gates={self.feature_gates}"] if self.feature_gates else []),
             ],
             self.workdir,
         )

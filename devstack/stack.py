@@ -41,11 +41,13 @@ class Stack:
         percentage_of_nodes_to_score: int | None = None,
         tls: MutualTLS | None = None,
         with_scheduler: bool = True,
+        scheduler_feature_gates: str | None = None,
     ) -> None:
         """``tls``: the replicas serve mutual TLS (each with a plain-HTTP health port for the waits)
         and kube-scheduler calls them with ``enableHTTPS`` and that ``tlsConfig``, through the
         balancer (a TCP proxy: TLS passes through it). ``with_scheduler=False``: no kube-scheduler
-        of the stack's own (a test brings one with its own configuration)."""
+        of the stack's own (a test brings one with its own configuration). ``scheduler_feature_gates``:
+        its kube-scheduler's, when not the control plane's."""
         self.plane = plane
         self.tls = tls
         self.name = f"gang-{secrets.token_hex(3)}"
@@ -88,6 +90,7 @@ class Stack:
                 self.workdir,
                 verbosity=scheduler_verbosity,
                 percentage_of_nodes_to_score=percentage_of_nodes_to_score,
+                feature_gates=scheduler_feature_gates,
             )
         except BaseException:
             self.stop()

@@ -1,6 +1,6 @@
 """Native pod groups (``scheduling.k8s.io`` PodGroup, ``spec.schedulingGroup``) with kube-scheduler's
 own gang plug-in on: the extender never holds such a pod a second time, whatever its labels, and such a
-gang is never left waiting on the extender.
+gang is never left waiting on the extender; with the plug-in off in kube-scheduler, nobody holds it.
 
 A control plane of its own, with the ``GenericWorkload`` feature gate on in kube-apiserver and
 kube-scheduler and ``scheduling.k8s.io/v1beta1`` served (1.37: the gate is beta and off by default).
@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from devstack.controlplane import ControlPlane, find_binaries
-from devstack.kube import Kube, resources
+from devstack.kube import Kube, resources, wait_for
 from devstack.releases import Release
 from devstack.stack import Stack
 from tests.e2e.conftest import GANG_ENV, Cluster
@@ -80,6 +80,25 @@ def members(cluster: Cluster, group: str, count: int, cpu: str, labels: dict[str
     return names
 
 
+@pytest.fixture
+def ungated_cluster(
+    gated: tuple[Kube, Stack], redis_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Cluster]:
+    """The API server keeps the field, but this stack's kube-scheduler runs without the gate."""
+    kube, gated_stack = gated
+    stack = Stack(
+        gated_stack.plane, redis_url, tmp_path_factory.mktemp("ungated"), env=GANG_ENV, scheduler_feature_gates=""
+    )
+    namespace = f"ungated-{secrets.token_hex(3)}"
+    kube.create_namespace(namespace)
+    c = Cluster(kube, stack, namespace)
+    try:
+        yield c
+    finally:
+        c.cleanup()
+        stack.stop()
+
+
 def gangs_known(cluster: Cluster) -> list[str]:
     """The gangs the extender's replicas know of in this namespace."""
     known: list[str] = []
@@ -121,3 +140,16 @@ def test_a_native_gang_that_cannot_fit_waits_in_kube_scheduler_and_binds_once_it
     assert gangs_known(cluster) == []
     cluster.node("late", cpu="4")
     cluster.wait_bound(names, timeout=60)
+
+
+def test_with_the_gate_off_in_kube_scheduler_members_go_one_by_one_and_none_is_held(ungated_cluster: Cluster) -> None:
+    # Nobody holds a native group then: kube-scheduler ignores the field, and the extender leaves such
+    # pods to it whatever our labels say (they ask for 4 here). Two fit, the third waits for room.
+    cluster = ungated_cluster
+    cluster.nodes(2, cpu="4")
+    cluster.wait_synced()
+    podgroup(cluster, "solo", 3)
+    names = members(cluster, "solo", 3, cpu="3", labels=legacy("solo", 4))
+    wait_for(lambda: len(cluster.bound(names)) == 2, 60, "two members bound one by one")
+    cluster.stays_unbound([n for n in names if n not in cluster.bound(names)], 3)
+    assert gangs_known(cluster) == []
