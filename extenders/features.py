@@ -7,6 +7,7 @@ choices did; a verdict that matches the cluster's own kube-scheduler needs its r
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -34,8 +35,9 @@ class Features:
 
     @property
     def behaviour(self) -> str:
-        """Every difference's value, one digit each: releases that behave alike have the same."""
-        return "".join("1" if getattr(self, name) else "0" for name in DIFFERENCES)
+        """Every difference's value, one digit each: releases that behave alike have the same
+        (worked out once per release: every filter call's class digest reads it)."""
+        return _behaviour(self)
 
     def _at_least(self, minor: int, patch: int) -> bool:
         return self.minor > minor or (self.minor == minor and (self.patch is None or self.patch >= patch))
@@ -83,6 +85,11 @@ class Features:
         """Before 1.32 preemption lists a node's PDB-violating victims ahead of the others, and its
         choice of node reads the first as the most important; from 1.32 victims are in priority order."""
         return self.minor < 32
+
+
+@functools.cache
+def _behaviour(features: Features) -> str:
+    return "".join("1" if getattr(features, name) else "0" for name in DIFFERENCES)
 
 
 NEWEST = Features()
