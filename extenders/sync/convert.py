@@ -47,13 +47,15 @@ def _host_ports(spec: Mapping[str, Any]) -> list[HostPort]:
     return ports
 
 
-def _images(spec: Mapping[str, Any]) -> list[str]:
-    """The image of each init container, container and image volume, in that order: ImageLocality
-    scores them all and scales its range by how many there are. The API server requires every one
-    of a pod's to be named, so an empty name (a hand-made pod) is left out."""
-    containers = [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
-    volumes = [vol["image"] for vol in spec.get("volumes") or [] if vol.get("image") is not None]
-    return [name for name in [*(c.get("image") for c in containers), *(v.get("reference") for v in volumes)] if name]
+def _images(spec: Mapping[str, Any]) -> tuple[list[str], int, int]:
+    """The image of each init container, container and image volume, in that order, and how many of
+    them are init containers' and image volumes': ImageLocality scores them all and scales its range
+    by how many there are (which ones, by release). The API server requires every one of a pod's to
+    be named, so an empty name (a hand-made pod) is left out."""
+    init = [name for c in spec.get("initContainers") or [] if (name := c.get("image"))]
+    main = [name for c in spec.get("containers") or [] if (name := c.get("image"))]
+    volumes = [name for vol in spec.get("volumes") or [] if (name := (vol.get("image") or {}).get("reference"))]
+    return [*init, *main, *volumes], len(init), len(volumes)
 
 
 def native_group(spec: Mapping[str, Any]) -> str:
@@ -89,9 +91,7 @@ def pod_info(pod: Mapping[str, Any]) -> PodInfo:
     meta = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
     status = pod.get("status") or {}
-    images = _images(spec)
-    init_images = sum(1 for c in spec.get("initContainers") or [] if c.get("image"))
-    volume_images = sum(1 for v in spec.get("volumes") or [] if (v.get("image") or {}).get("reference"))
+    images, init_images, volume_images = _images(spec)
     volumes = [
         {k: v for k, v in vol.items() if k in CONFLICT_VOLUME_KEYS or k == "name"}
         for vol in spec.get("volumes") or []
