@@ -12,7 +12,8 @@ from app import errors, translate
 from app.metrics import Metrics
 from app.middleware import (
     BodyLimitMiddleware,
-    HotVerbsMiddleware,
+    ExtenderApp,
+    HotVerbs,
     JsonBodyMiddleware,
     MetricsMiddleware,
     OperatorTokenMiddleware,
@@ -99,7 +100,7 @@ def create_app(settings: Settings | None = None, *, redis_embedded: bool = False
             await state.redis.aclose()
             await pool.aclose()  # a pool passed in explicitly is not closed by aclose()
 
-    app = FastAPI(
+    app = ExtenderApp(
         title="kube-gang-extender",
         version="0.1.0",
         description=DESCRIPTION,
@@ -108,11 +109,11 @@ def create_app(settings: Settings | None = None, *, redis_embedded: bool = False
     app.state.extender = state
     # Added last = outermost: the metrics see requests the body limit rejects.
     app.add_middleware(JsonBodyMiddleware)
-    app.add_middleware(HotVerbsMiddleware, state=state)  # inside the body limit: it reads bodies
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     if settings.operator_token:  # outside the body limit: a request without the token reads no body
         app.add_middleware(OperatorTokenMiddleware, token=settings.operator_token)
     app.add_middleware(MetricsMiddleware, metrics=state.metrics)
+    app.hot_verbs = HotVerbs(app.routed, state, state.metrics, settings.max_body_bytes)
     errors.install(app)
     app.include_router(verbs.router)
     if settings.operator_api:  # off: /v1/* answers 404 and is left out of the OpenAPI document

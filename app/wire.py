@@ -7,7 +7,7 @@ scheduling reads and keep every other field, so node objects are echoed back unc
 
 from __future__ import annotations
 
-from typing import Self
+from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -55,6 +55,24 @@ class ExtenderArgs(_Wire):
         if self.Nodes is not None:
             _once_each([item.metadata.name for item in self.Nodes.items], "Nodes.items")
         return self
+
+
+class PodIdentityMeta(_Wire):
+    uid: str = ""
+    resourceVersion: str | None = None
+
+
+class PodIdentity(_Wire):
+    metadata: PodIdentityMeta = Field(default_factory=PodIdentityMeta)
+
+
+class CycleCall(_Wire):
+    """ExtenderArgs read for the pod's identity and the candidates only: enough to answer a prioritize
+    from scores computed ahead for the same pod, without reading the pod again."""
+
+    Pod: PodIdentity
+    Nodes: dict[str, Any] | None = None
+    NodeNames: list[str] | None = None
 
 
 class ExtenderFilterResult(_Wire):

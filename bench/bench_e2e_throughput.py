@@ -25,21 +25,26 @@ import argparse
 import json
 import os
 import secrets
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 import uuid
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
-from app.serving.embedded_redis import EmbeddedRedis, die_with_parent, free_port, stop_process
+from app.serving.embedded_redis import EmbeddedRedis
 from devstack.controlplane import ControlPlane, KubeScheduler, extender_entries, running_control_plane
 from devstack.kube import Kube, resources, wait_for
+from devstack.null_extender import NullExtenderProcess
 from devstack.proc import cpu_seconds
 from devstack.stack import Stack
 
@@ -138,35 +143,62 @@ class BoundWatch:
         self._client.close()
 
 
-class NullExtender:
-    """``devstack.null_extender`` served by uvicorn (uvloop, httptools) in a process of its own."""
+class Profiler:
+    """py-spy sampling each replica's Python stacks (non-blocking, folded output), one file per replica."""
 
-    def __init__(self) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.proc = subprocess.Popen(
-            [
-                *(sys.executable, "-m", "uvicorn", "devstack.null_extender:app", "--host", "127.0.0.1"),
-                *("--port", str(self.port), "--loop", "uvloop", "--http", "httptools"),
-                *("--log-level", "warning", "--no-access-log"),
-            ],
-            cwd=Path(__file__).resolve().parents[1],
-            preexec_fn=die_with_parent,
-        )
-        wait_for(self._up, 30, "the null extender answers")
+    def __init__(self, directory: Path, targets: dict[str, int], rate: int) -> None:
+        self.directory = directory
+        self.targets = targets
+        self.rate = rate
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.files: dict[str, Path] = {}
 
-    def _up(self) -> bool:
-        try:
-            return httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    def entries(self) -> list[dict[str, Any]]:
-        fast = {"urlPrefix": self.url, "filterVerb": "filter", "prioritizeVerb": "prioritize", "weight": 1}
-        return [{**fast, "nodeCacheCapable": True, "httpTimeout": "5s"}]
+    def start(self) -> None:
+        spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+        self.directory.mkdir(parents=True, exist_ok=True)
+        for label, pid in self.targets.items():
+            out = self.directory / f"{label.split(' (')[0].replace(' ', '-')}.folded"
+            self.files[label] = out
+            command = [spy, "record", "--pid", str(pid), "--rate", str(self.rate), "--format", "raw"]
+            command += ["--nonblocking", "--output", str(out)]
+            self.procs.append(subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
 
     def stop(self) -> None:
-        stop_process(self.proc)
+        for proc in self.procs:
+            proc.send_signal(signal.SIGINT)
+        for proc in self.procs:
+            proc.wait(60)
+
+
+def round_trips(replica_urls: list[str]) -> Counter[str]:
+    """Redis round trips the replicas made so far, by command (a Lua script by its name), from their /metrics."""
+    counts: Counter[str] = Counter()
+    for url in replica_urls:
+        text = httpx.get(f"{url}/metrics", timeout=10).text
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == "extender_redis_command_duration_seconds_count":
+                    counts[sample.labels["command"]] += int(sample.value)
+    return counts
+
+
+def api_requests(plane: ControlPlane) -> Counter[str]:
+    """Requests kube-apiserver answered so far, by client, verb and resource (its apiserver_request_total)."""
+    counts: Counter[str] = Counter()
+    with plane.client(timeout=30) as client:
+        text = client.get("/metrics").text
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "apiserver_request_total":
+                labels = sample.labels
+                sub = f"/{labels['subresource']}" if labels.get("subresource") else ""
+                counts[f"{labels['verb']} {labels['resource']}{sub}"] += int(sample.value)
+    return counts
+
+
+def per_pod(after: Counter[str], before: Counter[str], pods: int) -> dict[str, float]:
+    diff = after - before
+    return {key: round(n / pods, 2) for key, n in diff.most_common() if n / pods >= 0.01}
 
 
 def run_phase(
@@ -179,14 +211,21 @@ def run_phase(
     apps: int,
     qps: int,
     processes: dict[str, int],
+    profile: Profiler | None = None,
+    replica_urls: list[str] = [],  # noqa: B006 - never mutated
 ) -> dict[str, Any]:
     """Pods first, then the scheduler; pods/s from its start to the last pod bound, and the CPU each of
-    ``processes`` (name -> pid) and the scheduler used meanwhile, in ms per pod."""
+    ``processes`` (name -> pid) and the scheduler used meanwhile, in ms per pod. ``profile``: sample the
+    replicas' Python stacks for the phase's duration."""
     namespace = f"{name}-{secrets.token_hex(3)}"
     kube.create_namespace(namespace)
     created_s = create_all(kube, namespace, pod_bodies(kube, name, pods, apps))
     watch = BoundWatch(plane, namespace, pods)
     before = {label: cpu_seconds(pid) or 0.0 for label, pid in processes.items()}
+    requests_before = api_requests(plane)
+    trips_before = round_trips(replica_urls)
+    if profile is not None:
+        profile.start()
     start = time.perf_counter()
     scheduler = KubeScheduler(plane, name, extenders, workdir, verbosity=1, qps=qps)
     try:
@@ -195,7 +234,11 @@ def run_phase(
         elapsed = time.perf_counter() - start
         used = {label: (cpu_seconds(pid) or 0.0) - before[label] for label, pid in processes.items()}
         used["kube-scheduler"] = cpu_seconds(scheduler.process.proc.pid) or 0.0
+        requests = per_pod(api_requests(plane), requests_before, pods)
+        trips = per_pod(round_trips(replica_urls), trips_before, pods)
     finally:
+        if profile is not None:
+            profile.stop()
         scheduler.stop()
         watch.close()
     kube.delete_namespace_pods(namespace)
@@ -205,7 +248,75 @@ def run_phase(
         "scheduler_start_seconds": round(ready_s, 2),
         "pod_create_seconds": round(created_s, 2),
         "cpu_ms_per_pod": {label: round(1000 * seconds / pods, 2) for label, seconds in used.items()},
+        # Every client's requests (ours, kube-scheduler's, the benchmark's watch), per pod.
+        "api_requests_per_pod": requests,
+        **({"redis_round_trips_per_pod": trips} if replica_urls else {}),
     }
+
+
+def extender_phase(
+    plane: ControlPlane,
+    kube: Kube,
+    workdir: Path,
+    redis_url: str,
+    args: argparse.Namespace,
+    processes: dict[str, int],
+    tree: Path | None,
+    profile_dir: Path | None,
+) -> dict[str, Any]:
+    """The phase with our replicas (running ``tree``'s code when given): its figures, the calls the
+    replicas answered and their mean server-side time per verb."""
+    stack = Stack(plane, redis_url, workdir, replicas=args.replicas, scheduler_verbosity=1, tree=tree)
+    try:
+        assert stack.scheduler is not None and stack.balancer is not None
+        stack.scheduler.stop()  # the phase starts its own once the pods exist
+        last = f"node-{args.nodes - 1}"
+
+        def synced() -> bool:
+            return all(httpx.get(f"{r.url}/v1/nodes/{last}", timeout=5).status_code == 200 for r in stack.replicas)
+
+        wait_for(synced, 300, "the replicas' snapshots have every node")
+        if args.layout == "balancer":
+            entries = extender_entries(stack.balancer.url)
+        else:
+            entries = extender_entries(stack.replicas[0].url)
+            entries[1]["urlPrefix"] = stack.replicas[-1].url
+        role = {0: "replica 1 (filter, prioritize)", len(stack.replicas) - 1: "replica 2 (bind)"}
+        labels: dict[str, str] = {}  # replica url -> its label
+        measured = dict(processes)
+        for i, replica in enumerate(stack.replicas):
+            label = role.get(i, f"replica {i + 1}") if args.layout == "direct" else f"replica {i + 1}"
+            measured[label] = replica.proc.pid
+            labels[replica.url] = label
+        profiler = None
+        if profile_dir is not None:
+            profiler = Profiler(profile_dir, {labels[r.url]: r.proc.pid for r in stack.replicas}, args.profile_rate)
+        extended = run_phase(
+            *(plane, kube, workdir, stack.name, entries, args.pods, args.apps, args.qps, measured),
+            profiler,
+            [r.url for r in stack.replicas],
+        )
+        if profiler is not None:
+            extended["profile_files"] = {label: str(path) for label, path in profiler.files.items()}
+        # The leader also runs the watch: its CPU per pod is not comparable with the others'.
+        extended["watch_leader"] = next(
+            (label for url, label in labels.items() if httpx.get(f"{url}/readyz", timeout=5).json().get("is_leader")),
+            None,
+        )
+        calls = {verb: stack.requests(verb) for verb in ("filter", "prioritize", "bind")}
+        extended["extender_calls"] = calls
+        # Mean server-side time per call, beside kube-scheduler's whole cycle per pod (1000 / pods/s).
+        extended["extender_server_ms_mean"] = {
+            verb: round(1000 * stack.server_seconds(verb) / count, 2) for verb, count in calls.items() if count
+        }
+        extended["extender_cpu_ms_per_pod"] = round(
+            sum(v for k, v in extended["cpu_ms_per_pod"].items() if k.startswith("replica") or k == "redis"), 2
+        )
+        if tree is not None:
+            extended["tree"] = str(tree)
+        return extended
+    finally:
+        stack.stop()
 
 
 def main() -> None:
@@ -229,6 +340,20 @@ def main() -> None:
         action=argparse.BooleanOptionalAction,
         default=True,
         help="also time a phase with an extender that decides nothing (filter and prioritize only)",
+    )
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        help="sample the replicas' stacks with py-spy during the extender phase; folded stacks go to this "
+        "directory (summarise them with bench/profile_summary.py)",
+    )
+    parser.add_argument("--profile-rate", type=int, default=100, help="py-spy samples per second")
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        metavar="OTHER_TREE",
+        help="after this tree's extender phase, run the same phase with replicas of another checkout (a git "
+        "worktree) on the same control plane and Redis; its figures go under with_other_tree",
     )
     args = parser.parse_args()
 
@@ -254,7 +379,7 @@ def main() -> None:
             plain = run_phase(plane, kube, workdir, "plain", [], args.pods, args.apps, args.qps, processes)
             null: dict[str, Any] | None = None
             if args.null_extender:
-                nothing = NullExtender()
+                nothing = NullExtenderProcess()
                 try:
                     null = run_phase(
                         plane,
@@ -270,47 +395,12 @@ def main() -> None:
                 finally:
                     nothing.stop()
 
-            stack = Stack(plane, redis.url, workdir, replicas=args.replicas, scheduler_verbosity=1)
             try:
-                assert stack.scheduler is not None and stack.balancer is not None
-                stack.scheduler.stop()  # the phase starts its own once the pods exist
-                last = f"node-{args.nodes - 1}"
-
-                def synced() -> bool:
-                    return all(
-                        httpx.get(f"{r.url}/v1/nodes/{last}", timeout=5).status_code == 200 for r in stack.replicas
-                    )
-
-                wait_for(synced, 120, "the replicas' snapshots have every node")
-                if args.layout == "balancer":
-                    entries = extender_entries(stack.balancer.url)
-                else:
-                    entries = extender_entries(stack.replicas[0].url)
-                    entries[1]["urlPrefix"] = stack.replicas[-1].url
-                role = {0: "replica 1 (filter, prioritize)", len(stack.replicas) - 1: "replica 2 (bind)"}
-                labels: dict[str, str] = {}  # replica url -> its label
-                for i, replica in enumerate(stack.replicas):
-                    label = role.get(i, f"replica {i + 1}") if args.layout == "direct" else f"replica {i + 1}"
-                    processes[label] = replica.proc.pid
-                    labels[replica.url] = label
-                extended = run_phase(
-                    plane, kube, workdir, stack.name, entries, args.pods, args.apps, args.qps, processes
-                )
-                # The leader also runs the watch: its CPU per pod is not comparable with the others'.
-                extended["watch_leader"] = next(
-                    (
-                        label
-                        for url, label in labels.items()
-                        if httpx.get(f"{url}/readyz", timeout=5).json().get("is_leader")
-                    ),
-                    None,
-                )
-                calls = {verb: stack.requests(verb) for verb in ("filter", "prioritize", "bind")}
-                server_ms = {
-                    verb: round(1000 * stack.server_seconds(verb) / count, 2) for verb, count in calls.items() if count
-                }
+                extended = extender_phase(plane, kube, workdir, redis.url, args, processes, None, args.profile)
+                other = None
+                if args.compare is not None:
+                    other = extender_phase(plane, kube, workdir, redis.url, args, processes, args.compare, None)
             finally:
-                stack.stop()
                 redis.stop()
 
     mix = {
@@ -345,14 +435,17 @@ def main() -> None:
                 "without_extender": plain,
                 "with_null_extender": null,
                 "with_extender": extended,
-                "extender_calls": calls,
-                # Mean server-side time per call, beside kube-scheduler's whole cycle per pod (1000 / pods/s).
-                "extender_server_ms_mean": server_ms,
+                "with_other_tree": other,
                 "cycle_ms_with_extender": round(1000 / extended["pods_per_second"], 2),
                 "cycle_ms_without_extender": round(1000 / plain["pods_per_second"], 2),
                 "ratio": round(extended["pods_per_second"] / plain["pods_per_second"], 3),
                 # What the extender protocol alone leaves of kube-scheduler's throughput here.
                 "null_extender_ratio": round(null["pods_per_second"] / plain["pods_per_second"], 3) if null else None,
+                # The issue's targets: ours over the null extender (pods/s), and the CPU comparisons.
+                "ours_over_null": round(extended["pods_per_second"] / null["pods_per_second"], 3) if null else None,
+                "other_tree_over_null": (
+                    round(other["pods_per_second"] / null["pods_per_second"], 3) if null and other else None
+                ),
                 "python": sys.version.split()[0],
             },
             indent=2,

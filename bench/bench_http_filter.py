@@ -14,7 +14,10 @@ default; ``--equivalence-cache off``) filter reuses node-local verdicts after th
 
     python bench/bench_http_filter.py [--nodes 5000] [--pods-per-node 20] [--candidates 500]
         [--iterations 300] [--warmup 30] [--prioritize-on candidates|passing] [--gap-ms 0] [--equivalence-cache on|off]
-        [--shared on|off] [--compare OTHER_TREE]
+        [--shared on|off] [--compare OTHER_TREE] [--null-extender]
+
+``--null-extender`` also sends every pair to ``devstack.null_extender`` (an extender that decides
+nothing, served by uvicorn as ours is): the protocol's own cost for the same requests, beside ours.
 
 Uses $REDIS_URL when set (its keys are removed afterwards), else a private redis-server.
 Prints one JSON object.
@@ -44,6 +47,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from app.serving.embedded_redis import EmbeddedRedis  # noqa: E402
+from devstack.null_extender import NullExtenderProcess  # noqa: E402
 from devstack.proc import cpu_seconds, resident_mb  # noqa: E402
 from devstack.replica import ServerProcess  # noqa: E402
 from extenders.sync.convert import node_facts, pod_info  # noqa: E402
@@ -248,10 +252,17 @@ def stats(values: list[float]) -> dict[str, float]:
 
 
 def run_scenario(
-    clients: list[httpx.Client], pids: list[int], names: list[str], pod: Json, args: argparse.Namespace, seed: int
+    clients: list[httpx.Client],
+    pids: list[int],
+    names: list[str],
+    pod: Json,
+    args: argparse.Namespace,
+    seed: int,
+    compared: int = 1,
 ) -> list[dict[str, Any]]:
-    """One result per replica (``pids``: theirs, for the CPU they use). With two, each gets the same
-    pairs, in alternating order, so the VM's drift (15-30% within minutes here) falls on both alike."""
+    """One result per server (``pids``: theirs, for the CPU they use). Each gets the same pairs, in
+    alternating order, so the VM's drift (15-30% within minutes here) falls on all alike. The answers
+    of the first ``compared`` servers must agree (the null extender's, last, cannot)."""
     rng = random.Random(seed)
     cpu_before: list[float] = []
     samples: list[dict[str, list[float]]] = [
@@ -292,7 +303,7 @@ def run_scenario(
                 ("rt_pair", f_client + p_client),
             ):
                 samples[at][key].append(value)
-        differ += any(answers[at] != answers[0] for at in answers)
+        differ += any(answers[at] != answers[0] for at in answers if at < compared)
     cpu_used = [(cpu_seconds(pid) or 0.0) - before for pid, before in zip(pids, cpu_before, strict=True)]
     results = [
         {
@@ -309,9 +320,25 @@ def run_scenario(
         }
         for mine, used in zip(samples, cpu_used, strict=True)
     ]
-    if len(clients) > 1:
+    if compared > 1:
         results[0]["pairs_answered_differently_by_the_other_tree"] = differ
     return results
+
+
+def null_figures(plain: Json, plain_null: Json, affinity: Json, affinity_null: Json) -> Json:
+    """The null extender's figures, and ours over its (server-side, filter and prioritize) per scenario."""
+
+    def over(ours: Json, null: Json) -> Json:
+        return {
+            verb: {q: round(ours["server_ms"][verb][q] / null["server_ms"][verb][q], 2) for q in ("p50", "p99")}
+            for verb in ("filter", "prioritize")
+        }
+
+    return {
+        "plain": plain_null,
+        "inter_pod_affinity": affinity_null,
+        "ours_over_null": {"plain": over(plain, plain_null), "inter_pod_affinity": over(affinity, affinity_null)},
+    }
 
 
 @asynccontextmanager
@@ -345,6 +372,7 @@ async def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
     prefix = f"benchhttp{uuid.uuid4().hex[:6]}"
     async with writer_store(url, prefix, "bench-http-writer#0") as (store, epoch):
         replicas: list[ServerProcess] = []
+        nothing: NullExtenderProcess | None = None
         try:
             started = time.perf_counter()
             await load_cluster(store, epoch, nodes, pods)
@@ -367,19 +395,30 @@ async def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
                 each.wait_ready(timeout=180.0)  # a 100k-pod snapshot takes a while to load
             ready_seconds = time.perf_counter() - started
             rss_ready_mb = resident_mb(replica.proc.pid)
-            clients = [httpx.Client(base_url=each.url, timeout=30.0) for each in replicas]
+            urls = [each.url for each in replicas]
             pids = [each.proc.pid for each in replicas]
+            if args.null_extender:
+                nothing = NullExtenderProcess()
+                urls.append(nothing.url)
+                pids.append(nothing.proc.pid)
+            clients = [httpx.Client(base_url=url, timeout=30.0) for url in urls]
             try:
-                plain, *plain_other = run_scenario(clients, pids, names, incoming_pod(False), args, seed=2)
+                plain, *plain_rest = run_scenario(
+                    clients, pids, names, incoming_pod(False), args, seed=2, compared=len(replicas)
+                )
                 generation, rewritten = await add_affinity(store, epoch, pods)
-                for client in clients:
+                for client in clients[: len(replicas)]:
                     wait_generation(client, generation)
-                affinity, *affinity_other = run_scenario(clients, pids, names, incoming_pod(True), args, seed=3)
+                affinity, *affinity_rest = run_scenario(
+                    clients, pids, names, incoming_pod(True), args, seed=3, compared=len(replicas)
+                )
                 affinity["existing_pods_with_anti_affinity"] = rewritten
                 rss_mb = resident_mb(replica.proc.pid)
             finally:
                 for client in clients:
                     client.close()
+                if nothing is not None:
+                    nothing.stop()
         except BaseException:
             for each in replicas:
                 print(f"{each.name} exit code: {each.proc.poll()}; log tail:\n{each.log()}", file=sys.stderr)
@@ -410,10 +449,11 @@ async def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
         "plain": plain,
         "inter_pod_affinity": affinity,
         "other_tree": (
-            {"tree": args.compare, "plain": plain_other[0], "inter_pod_affinity": affinity_other[0]}
+            {"tree": args.compare, "plain": plain_rest[0], "inter_pod_affinity": affinity_rest[0]}
             if args.compare
             else None
         ),
+        "null_extender": null_figures(plain, plain_rest[-1], affinity, affinity_rest[-1]) if nothing else None,
         "target": {
             "what": "plain scenario, server-side p99 under target_ms: each call, and filter+prioritize summed",
             "target_ms": TARGET_P99_MS,
@@ -459,6 +499,12 @@ def main() -> int:
         metavar="OTHER_TREE",
         help="also run a replica of another checkout (a git worktree) on the same data, the same calls "
         "alternating between the two; its figures go under other_tree",
+    )
+    parser.add_argument(
+        "--null-extender",
+        action="store_true",
+        help="also send every pair to an extender that decides nothing (devstack.null_extender); its figures, "
+        "and ours over its, go under null_extender",
     )
     args = parser.parse_args()
     if not 0 < args.candidates <= args.nodes:

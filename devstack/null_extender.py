@@ -7,10 +7,18 @@ cost by themselves on the same machine, beside what ours cost. Run with
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
+from pathlib import Path
 from typing import Any
 
+import httpx
 import orjson
 from starlette.types import Receive, Scope, Send
+
+from app.serving.embedded_redis import die_with_parent, free_port, stop_process
+from devstack.kube import wait_for
 
 _JSON = [(b"content-type", b"application/json")]
 
@@ -24,6 +32,7 @@ async def app(scope: Scope, receive: Receive, send: Send) -> None:
             elif message["type"] == "lifespan.shutdown":
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+    start = time.perf_counter()
     body = b""
     more = True
     while more:
@@ -42,5 +51,38 @@ async def app(scope: Scope, receive: Receive, send: Send) -> None:
         answer = {"status": "ok"}
     else:
         status, answer = 404, {"detail": "not found"}
-    await send({"type": "http.response.start", "status": status, "headers": _JSON})
+    # Timed as the extender's own server-timing is: from the call to the first response byte.
+    timing = f"app;dur={(time.perf_counter() - start) * 1000:.3f}".encode()
+    await send({"type": "http.response.start", "status": status, "headers": [*_JSON, (b"server-timing", timing)]})
     await send({"type": "http.response.body", "body": orjson.dumps(answer)})
+
+
+class NullExtenderProcess:
+    """``devstack.null_extender`` served by uvicorn (uvloop, httptools) in a process of its own."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "uvicorn", "devstack.null_extender:app", "--host", "127.0.0.1"),
+                *("--port", str(self.port), "--loop", "uvloop", "--http", "httptools"),
+                *("--log-level", "warning", "--no-access-log"),
+            ],
+            cwd=Path(__file__).resolve().parents[1],
+            preexec_fn=die_with_parent,
+        )
+        wait_for(self._up, 30, "the null extender answers")
+
+    def _up(self) -> bool:
+        try:
+            return httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def entries(self) -> list[dict[str, Any]]:
+        fast = {"urlPrefix": self.url, "filterVerb": "filter", "prioritizeVerb": "prioritize", "weight": 1}
+        return [{**fast, "nodeCacheCapable": True, "httpTimeout": "5s"}]
+
+    def stop(self) -> None:
+        stop_process(self.proc)

@@ -21,7 +21,7 @@ from app.serving.embedded_redis import EmbeddedRedis, free_port
 from devstack.balancer import Balancer
 from devstack.controlplane import ControlPlane, KubeScheduler, extender_entries, running_control_plane
 from devstack.kube import Kube, wait_for
-from devstack.replica import ServerProcess
+from devstack.replica import REPO, ServerProcess
 from devstack.tls import MutualTLS
 
 
@@ -42,14 +42,17 @@ class Stack:
         tls: MutualTLS | None = None,
         with_scheduler: bool = True,
         scheduler_feature_gates: str | None = None,
+        tree: Path | None = None,
     ) -> None:
         """``tls``: the replicas serve mutual TLS (each with a plain-HTTP health port for the waits)
         and kube-scheduler calls them with ``enableHTTPS`` and that ``tlsConfig``, through the
         balancer (a TCP proxy: TLS passes through it). ``with_scheduler=False``: no kube-scheduler
         of the stack's own (a test brings one with its own configuration). ``scheduler_feature_gates``:
-        its kube-scheduler's, when not the control plane's."""
+        its kube-scheduler's, when not the control plane's. ``tree``: another checkout whose code the
+        replicas run (benchmarks comparing two trees)."""
         self.plane = plane
         self.tls = tls
+        self.tree = tree
         self.name = f"gang-{secrets.token_hex(3)}"
         self.workdir = workdir / self.name
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -97,14 +100,16 @@ class Stack:
             raise
 
     def _replica(self, name: str, port: int | None = None, health_port: int | None = None) -> ServerProcess:
+        tree = self.tree or REPO
         if self.tls is None:
-            return ServerProcess(self.env, name, port=port)
+            return ServerProcess(self.env, name, port=port, tree=tree)
         return ServerProcess(
             self.env,
             name,
             port=port,
             health_port=health_port or free_port(),
             client_tls=self.tls.client_context(),
+            tree=tree,
         )
 
     def restart_replica(self, index: int) -> ServerProcess:

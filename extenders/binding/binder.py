@@ -210,11 +210,21 @@ class Binder:
         """Fit check + reservation attempts per call: ``cas_retries``, but always at least one."""
         return max(1, self.cas_retries)
 
-    async def reserve(self, pod: PodInfo, node: str, ttl: float) -> Check:
-        """Validate and reserve atomically (CAS on the node generation, re-validating on a race)."""
+    async def reserve(self, pod: PodInfo, node: str, ttl: float, snapshot: Snapshot | None = None) -> Check:
+        """Validate and reserve atomically (CAS on the node generation, re-validating on a race).
+
+        ``snapshot``: one the caller read during this call, tried first. The CAS refuses it if the
+        node changed since, and a refusal of the fit is looked at again on a fresh snapshot, so it
+        only spares a catch-up round trip when it is still current."""
         async with self.node_lock(node):
+            checked = Check(Snapshot())
             for _attempt in range(self.attempts):
-                checked = self.check(pod, node, await self.runtime.snapshot())
+                if snapshot is not None:
+                    checked, snapshot = self.check(pod, node, snapshot), None
+                    if checked.error:  # perhaps only stale: look again
+                        checked = self.check(pod, node, await self.runtime.snapshot())
+                else:
+                    checked = self.check(pod, node, await self.runtime.snapshot())
                 if checked.error or checked.bound_here:
                     return checked
                 result = await self.runtime.store.assume_pod(pod, node, checked.generation, ttl)
@@ -294,11 +304,13 @@ class Binder:
 
     # --- the verb ------------------------------------------------------------------------------
 
-    async def bind(self, target: BindTarget, resolved: Resolved | None = None) -> str:
-        """Bind one pod; returns the Error text ("" on success). Retries of a done bind succeed."""
+    async def bind(self, target: BindTarget, resolved: Resolved | None = None, snapshot: Snapshot | None = None) -> str:
+        """Bind one pod; returns the Error text ("" on success). Retries of a done bind succeed.
+        ``snapshot``: the one ``resolved`` was found in, read during this call."""
         try:
             if resolved is None:
-                resolved = await self.resolve(target, await self.runtime.snapshot())
+                snapshot = await self.runtime.snapshot()
+                resolved = await self.resolve(target, snapshot)
             if resolved.error or resolved.pod is None:
                 return resolved.error or f"pod {target.key} not found"
             if resolved.bound_to:
@@ -306,7 +318,7 @@ class Binder:
                     return ""
                 return f"pod {target.key} is already bound to node {resolved.bound_to}"
             pod = resolved.pod
-            checked = await self.reserve(pod, target.node, self.assumed_ttl_seconds)
+            checked = await self.reserve(pod, target.node, self.assumed_ttl_seconds, snapshot)
         except (RedisError, OSError) as exc:
             return f"cannot reserve {target.key} on {target.node}: Redis unavailable ({exc})"
         if checked.error:

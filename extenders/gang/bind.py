@@ -82,7 +82,7 @@ class BindService:
             assert resolved.pod is not None
             with log_fields(gang=ref.key):
                 return await self.permit.bind(target, resolved.pod, ref, gone)  # notes its own Events
-        error = await self.binder.bind(target, resolved)
+        error = await self.binder.bind(target, resolved, snapshot)
         if error:
             pod = ObjectRef.pod(target.namespace, target.name, target.uid)
             self.runtime.events.record(pod, reasons.TYPES[reasons.BIND_FAILED], reasons.BIND_FAILED, error)

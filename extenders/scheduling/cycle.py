@@ -59,6 +59,21 @@ class Cycles:
             return None
         return entry
 
+    def take_scores(self, uid: str, resource_version: str, names: list[str]) -> NodeScores | None:
+        """The scores computed ahead for this pod (same resourceVersion) and exactly ``names``; the
+        cycle is then taken. Anything else leaves it for ``take``."""
+        entry = self._by_uid.get(uid) if uid and resource_version else None
+        if (
+            entry is None
+            or entry.scores is None
+            or entry.resource_version != resource_version
+            or entry.names != names
+            or entry.at < time.monotonic() - CYCLE_SNAPSHOT_SECONDS
+        ):
+            return None
+        del self._by_uid[uid]
+        return entry.scores
+
     def holds(self, entry: Cycle) -> bool:
         """``entry`` is still its pod's latest filter, not yet taken."""
         return self._by_uid.get(entry.pod.uid) is entry

@@ -200,6 +200,15 @@ class Scheduler:
                 return NodeScores((n, 0) for n in names)
             return await self._prioritize_on(pod, snap, names, None)
 
+    def scores_ahead(self, uid: str, resource_version: str, names: list[str]) -> NodeScores | None:
+        """``prioritize_in_cycle``'s answer when it is the scores computed ahead for this pod and these
+        names; None (nothing taken) otherwise."""
+        scores = self._cycles.take_scores(uid, resource_version, names)
+        if scores is not None:
+            self.runtime.telemetry.cycle_snapshots.inc()
+            self.runtime.telemetry.prioritize_ahead.labels("used").inc()
+        return scores
+
     async def prioritize_in_cycle(self, pod: CyclePod, names: list[str]) -> NodeScores:
         """``prioritize`` for a call naming its candidates, on the snapshot (and, for the same pod, the
         view, class and scores computed ahead) its filter on this replica left, if any."""

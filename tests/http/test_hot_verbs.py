@@ -1,4 +1,4 @@
-"""Filter and prioritize answered below the router (app.middleware.hot_verbs) answer as the routed app does."""
+"""Filter and prioritize answered in front of FastAPI (app.middleware.hot_verbs) answer as the routed app does."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from pydantic import ValidationError
 
 from app.main import create_app
-from app.middleware.hot_verbs import HotVerbsMiddleware
+from app.middleware.hot_verbs import ExtenderApp
 from app.settings import Settings
 from app.wire import ExtenderArgs
 
@@ -38,8 +38,9 @@ CALLS = [
 
 def _app(redis_url: str, prefix: str, hot: bool) -> FastAPI:
     app = create_app(Settings(redis_url=redis_url, redis_prefix=prefix, kube_mode="off"))
+    assert isinstance(app, ExtenderApp) and app.hot_verbs is not None
     if not hot:
-        app.user_middleware = [m for m in app.user_middleware if m.cls is not HotVerbsMiddleware]  # type: ignore[comparison-overlap]
+        app.hot_verbs = None
     return app
 
 

@@ -128,3 +128,36 @@ def test_nothing_is_computed_ahead_for_one_passing_node_or_the_nodes_form(
     ahead.post("/filter", json={"Pod": versioned("pa-e"), "Nodes": {"items": items()}})
     ahead.get("/healthz")  # lets anything scheduled after the answers run
     assert scorings == [] and ahead_total(ahead, "computed") == 0
+
+
+def test_prioritize_answered_from_scores_ahead_reads_only_the_pods_identity(
+    clients: tuple[TestClient, TestClient], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.middleware import hot_verbs
+    from app.wire import ExtenderArgs
+
+    ahead, plain = clients
+    parsed: list[bytes] = []
+    validate = ExtenderArgs.model_validate_json
+
+    class Counting(ExtenderArgs):
+        @classmethod
+        def model_validate_json(cls, body: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+            parsed.append(body)
+            return validate(body, **kwargs)
+
+    monkeypatch.setattr(hot_verbs, "ExtenderArgs", Counting)
+    incoming = versioned("pa-f")
+    passing = ahead.post("/filter", json={"Pod": incoming, "NodeNames": NAMES}).json()["NodeNames"]
+    assert len(parsed) == 1  # the filter's
+    taken = ahead.post("/prioritize", json={"Pod": incoming, "NodeNames": passing})
+    assert taken.status_code == 200 and "server-timing" in taken.headers
+    assert len(parsed) == 1 and ahead_total(ahead, "used") == 1
+    plain.post("/filter", json={"Pod": incoming, "NodeNames": NAMES})
+    assert taken.json() == plain.post("/prioritize", json={"Pod": incoming, "NodeNames": passing}).json()
+    # Without a resourceVersion the identity says too little: the pod is read and scored again.
+    unversioned = pod("pa-g")
+    passing = ahead.post("/filter", json={"Pod": unversioned, "NodeNames": NAMES}).json()["NodeNames"]
+    parsed.clear()
+    assert ahead.post("/prioritize", json={"Pod": unversioned, "NodeNames": passing}).status_code == 200
+    assert len(parsed) == 1 and ahead_total(ahead, "used") == 1

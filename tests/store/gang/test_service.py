@@ -300,6 +300,36 @@ async def test_binder_with_no_cas_retries_still_tries_once(redis_async: aredis.R
     assert checked.error == "" and await store.placed_pods() == {pod["metadata"]["uid"]: "n1"}
 
 
+async def test_reserve_tries_the_callers_snapshot_first_and_a_stale_one_costs_a_retry_not_a_wrong_answer(
+    redis_async: aredis.Redis, redis_prefix: str
+) -> None:
+    from extenders.binding.binder import Binder
+
+    store = Store(redis_async, redis_prefix)
+    first, second, third = member("p1", None, gpus=1), member("p2", None, gpus=1), member("p3", None, gpus=1)
+    await seed(store, [gpu_node("n1", 2)], [first, second, third])
+    runtime = LocalRuntime(store)
+    binder = Binder(runtime)
+    current = await runtime.snapshot()
+    refreshes = runtime.cache.stats.refreshes
+    checked = await binder.reserve(pod_info(first), "n1", 30, current)
+    assert checked.error == "" and runtime.cache.stats.refreshes == refreshes  # no catch-up: it was current
+    # ``current`` no longer shows p1's reservation: the CAS refuses it and a fresh look reserves p2.
+    checked = await binder.reserve(pod_info(second), "n1", 30, current)
+    assert checked.error == "" and runtime.cache.stats.refreshes > refreshes
+    assert await store.placed_pods() == {p["metadata"]["uid"]: "n1" for p in (first, second)}
+    # Stale the other way: it says two GPUs are free; the fresh look says none, and p3 is refused.
+    checked = await binder.reserve(pod_info(third), "n1", 30, current)
+    assert "no longer fits node n1" in checked.error and f"Insufficient {GPU}" in checked.error
+    # And a refusal on an old snapshot is looked at again: after p2 is forgotten, p3 fits although the
+    # snapshot handed in (read when both were reserved) says it does not.
+    full = await runtime.snapshot()
+    await store.forget_pod(second["metadata"]["uid"], "n1")
+    checked = await binder.reserve(pod_info(third), "n1", 30, full)
+    assert checked.error == ""
+    assert set(await store.placed_pods()) == {first["metadata"]["uid"], third["metadata"]["uid"]}
+
+
 async def test_a_reservation_lost_while_queued_for_an_api_slot_is_not_bound(
     redis_async: aredis.Redis, redis_prefix: str
 ) -> None:
