@@ -6,6 +6,7 @@ HTTPS, mutual TLS and the plain-HTTP health port come from settings (see app.ser
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import signal
 import sys
@@ -14,7 +15,7 @@ from importlib.metadata import PackageNotFoundError, version
 from app.serving.embedded_redis import EmbeddedRedis, EmbeddedRedisError, embedded_redis_refusal
 from app.serving.logging_config import configure_logging
 from app.serving.tls import tls_files
-from app.settings import SettingsError, env_name, load_settings, settings_help
+from app.settings import SettingsError, env_name, load_settings, parse_gc_thresholds, settings_help
 from extenders.sync.redis_connect import cluster_refusal
 
 
@@ -91,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
         except (ValueError, OSError) as exc:  # SettingsError is a ValueError
             print(f"error: {exc}", file=sys.stderr)
             return 2
+        # Process-wide, so set here rather than per app (tests build several apps in one process).
+        gc.set_threshold(*parse_gc_thresholds(settings.gc_thresholds))
         serve(application, settings, args.host, args.port, tls, health)
     finally:
         if embedded is not None:

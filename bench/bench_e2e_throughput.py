@@ -170,15 +170,18 @@ class Profiler:
             proc.wait(60)
 
 
-def round_trips(replica_urls: list[str]) -> Counter[str]:
-    """Redis round trips the replicas made so far, by command (a Lua script by its name), from their /metrics."""
+def replica_counters(replica_urls: list[str]) -> Counter[str]:
+    """Counters the replicas reported so far, summed over them: Redis round trips by command (a Lua
+    script by its name) and milliseconds of garbage collection by generation, from their /metrics."""
     counts: Counter[str] = Counter()
     for url in replica_urls:
         text = httpx.get(f"{url}/metrics", timeout=10).text
         for family in text_string_to_metric_families(text):
             for sample in family.samples:
                 if sample.name == "extender_redis_command_duration_seconds_count":
-                    counts[sample.labels["command"]] += int(sample.value)
+                    counts[f"redis {sample.labels['command']}"] += int(sample.value)
+                elif sample.name == "extender_gc_seconds_total":
+                    counts[f"gc ms {sample.labels['generation']}"] += round(1000 * sample.value)
     return counts
 
 
@@ -223,7 +226,7 @@ def run_phase(
     watch = BoundWatch(plane, namespace, pods)
     before = {label: cpu_seconds(pid) or 0.0 for label, pid in processes.items()}
     requests_before = api_requests(plane)
-    trips_before = round_trips(replica_urls)
+    counters_before = replica_counters(replica_urls)
     if profile is not None:
         profile.start()
     start = time.perf_counter()
@@ -235,7 +238,7 @@ def run_phase(
         used = {label: (cpu_seconds(pid) or 0.0) - before[label] for label, pid in processes.items()}
         used["kube-scheduler"] = cpu_seconds(scheduler.process.proc.pid) or 0.0
         requests = per_pod(api_requests(plane), requests_before, pods)
-        trips = per_pod(round_trips(replica_urls), trips_before, pods)
+        counters = per_pod(replica_counters(replica_urls), counters_before, pods)
     finally:
         if profile is not None:
             profile.stop()
@@ -250,7 +253,15 @@ def run_phase(
         "cpu_ms_per_pod": {label: round(1000 * seconds / pods, 2) for label, seconds in used.items()},
         # Every client's requests (ours, kube-scheduler's, the benchmark's watch), per pod.
         "api_requests_per_pod": requests,
-        **({"redis_round_trips_per_pod": trips} if replica_urls else {}),
+        **(
+            {
+                "redis_round_trips_per_pod": {k[6:]: v for k, v in counters.items() if k.startswith("redis ")},
+                # Summed over the replicas, by generation: already inside their CPU per pod.
+                "gc_ms_per_pod": {k[6:]: v for k, v in counters.items() if k.startswith("gc ms ")},
+            }
+            if replica_urls
+            else {}
+        ),
     }
 
 

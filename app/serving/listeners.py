@@ -20,6 +20,7 @@ import uvloop
 from fastapi import FastAPI
 
 from app.main import create_health_app
+from app.serving.coalescing import CoalescingHttpToolsProtocol
 from app.serving.tls import CertificateReloader, TLSFiles, harden
 from app.settings import Settings, SettingsError, env_name
 
@@ -59,7 +60,7 @@ def _config(app: FastAPI, settings: Settings, **kwargs: object) -> uvicorn.Confi
         log_config=None,  # configure_logging already routes uvicorn's loggers
         access_log=settings.access_log,
         loop="uvloop",
-        http="httptools",
+        http=CoalescingHttpToolsProtocol,  # httptools, each answer sent in one write
         **kwargs,  # type: ignore[arg-type]
     )
 

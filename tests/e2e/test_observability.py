@@ -146,6 +146,7 @@ FAMILIES: dict[str, bool] = {
     "process_cpu_seconds": True,
     "process_resident_memory_bytes": True,
     "python_gc_collections": True,
+    "extender_gc_seconds": True,
     "python_info": True,
 }
 

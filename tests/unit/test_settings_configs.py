@@ -114,3 +114,17 @@ FED = {
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda c: c.__name__)
 def test_the_fields_settings_feed(config: type) -> None:
     assert {mark.attr for _name, mark in destinations(config)} == FED[config]
+
+
+def test_gc_thresholds_are_three_integers_or_a_clear_error() -> None:
+    from pydantic import ValidationError
+
+    from app.settings import parse_gc_thresholds
+
+    assert parse_gc_thresholds(Settings().gc_thresholds) == (20000, 20, 50)
+    assert parse_gc_thresholds(" 0, 1 ,2") == (0, 1, 2)
+    for bad in ("700,10", "a,b,c", "1,2,3,4", "-1,10,10", ""):
+        with pytest.raises(ValueError, match="three non-negative integers"):
+            parse_gc_thresholds(bad)
+    with pytest.raises(ValidationError, match="gc_thresholds"):
+        Settings(gc_thresholds="700,10")
