@@ -1,8 +1,8 @@
-"""POST /filter and /prioritize answered in front of FastAPI.
+"""POST /filter, /prioritize and /bind answered in front of FastAPI.
 
-kube-scheduler calls both inside its scheduling cycle, once per pod each, and waits for them. FastAPI's
+kube-scheduler calls them for every pod, filter and prioritize inside its scheduling cycle. FastAPI's
 own layers (telemetry, exception middlewares, the router, Request and Response objects) cost more CPU
-per call than the answer of a warm class, so ``ExtenderApp`` hands these two calls to ``HotVerbs``
+per call than the answer of a warm class, so ``ExtenderApp`` hands these calls to ``HotVerbs``
 before any of them, and everything else to FastAPI unchanged. ``HotVerbs`` does what the layers it
 skips would: the body limit, the metrics and server-timing header, the app's exception handlers.
 A body it does not take (over the limit, or failing validation) goes to the app, body and all, to be
@@ -29,7 +29,7 @@ from app.middleware.metrics import observe
 from app.responses import render
 from app.routes.verbs import CYCLE_VERBS
 from app.state import AppState
-from app.wire import CycleCall, ExtenderArgs
+from app.wire import CycleCall
 
 _HEADERS = [(b"content-type", b"application/json")]
 
@@ -96,13 +96,14 @@ class HotVerbs:
         if path == "/prioritize":
             answer = self._ahead(body)
         if answer is None:
+            verb = CYCLE_VERBS[path]
             try:
-                args = ExtenderArgs.model_validate_json(body)
+                args = verb.body.model_validate_json(body)
             except ValidationError:
                 await self.app(scope, _replay(body, receive), send)
                 return
             try:
-                answer = await CYCLE_VERBS[path](self.state, args)
+                answer = await verb.answer(self.state, args, receive)
             except tuple(HANDLERS) as exc:
                 handler = next(h for kind, h in HANDLERS.items() if isinstance(exc, kind))
                 response = await handler(Request(scope, receive), exc)

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
+from pydantic import BaseModel
+from starlette.types import Receive
 
 from app import translate
 from app.errors import documented
@@ -70,11 +73,42 @@ async def answer_prioritize(state: AppState, args: ExtenderArgs) -> list[dict[st
     return translate.prioritize_answer(scores)
 
 
-# The verbs kube-scheduler calls inside its scheduling cycle, by path: app.middleware.hot_verbs answers
-# these below the framework, with the same functions the routes call.
-CYCLE_VERBS: dict[str, Callable[[AppState, ExtenderArgs], Awaitable[Any]]] = {
-    "/filter": answer_filter,
-    "/prioritize": answer_prioritize,
+async def _disconnected(receive: Receive, gone: asyncio.Event) -> None:
+    """Set ``gone`` when the client hangs up (the body is already read, so the next message is
+    ``http.disconnect``): kube-scheduler closes the connection when its ``httpTimeout`` passes."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    gone.set()
+
+
+async def answer_bind(state: AppState, args: ExtenderBindingArgs, receive: Receive) -> dict[str, Any]:
+    """``receive``: the request's, read for the client hanging up while a gang member is held."""
+    scheduler = _scheduler(state)
+    gone = asyncio.Event()
+    watch = asyncio.create_task(_disconnected(receive, gone))
+    try:
+        error = await scheduler.bind(args.PodNamespace, args.PodName, args.PodUID, args.Node, gone)
+    finally:
+        watch.cancel()
+    answer = translate.binding_answer(error)
+    _domain_error(state, "bind", answer)
+    return answer
+
+
+@dataclass(frozen=True, slots=True)
+class CycleVerb:
+    """A verb kube-scheduler calls for every pod: its body's model and its answer."""
+
+    body: type[BaseModel]
+    answer: Callable[[AppState, Any, Receive], Awaitable[Any]]
+
+
+# By path: app.middleware.hot_verbs answers these in front of FastAPI, with the same functions the
+# routes call.
+CYCLE_VERBS: dict[str, CycleVerb] = {
+    "/filter": CycleVerb(ExtenderArgs, lambda state, args, _receive: answer_filter(state, args)),
+    "/prioritize": CycleVerb(ExtenderArgs, lambda state, args, _receive: answer_prioritize(state, args)),
+    "/bind": CycleVerb(ExtenderBindingArgs, answer_bind),
 }
 
 
@@ -96,27 +130,9 @@ async def preempt(args: ExtenderPreemptionArgs, request: Request) -> JSONAnswer:
     return JSONAnswer(translate.preemption_answer(await scheduler.preempt(pod, candidates, victim_pods)))
 
 
-async def _disconnected(request: Request, gone: asyncio.Event) -> None:
-    """Set ``gone`` when the client hangs up (the body is already read, so the next message is
-    ``http.disconnect``): kube-scheduler closes the connection when its ``httpTimeout`` passes."""
-    while (await request.receive())["type"] != "http.disconnect":
-        pass
-    gone.set()
-
-
 @router.post("/bind", response_model=ExtenderBindingResult, summary="Bind a pod to a node (gang-aware)")
 async def bind(args: ExtenderBindingArgs, request: Request) -> JSONAnswer:
-    state = get_state(request)
-    scheduler = _scheduler(state)
-    gone = asyncio.Event()
-    watch = asyncio.create_task(_disconnected(request, gone))
-    try:
-        error = await scheduler.bind(args.PodNamespace, args.PodName, args.PodUID, args.Node, gone)
-    finally:
-        watch.cancel()
-    answer = translate.binding_answer(error)
-    _domain_error(state, "bind", answer)
-    return JSONAnswer(answer)
+    return JSONAnswer(await answer_bind(get_state(request), args, request.receive))
 
 
 @operator_router.post("/v1/explain", summary="Every predicate's verdict and every priority's score, per node")

@@ -1,4 +1,4 @@
-"""Filter and prioritize answered in front of FastAPI (app.middleware.hot_verbs) answer as the routed app does."""
+"""Filter, prioritize and bind answered in front of FastAPI (app.middleware.hot_verbs) answer as the routed app does."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from app.main import create_app
 from app.middleware.hot_verbs import ExtenderApp
 from app.settings import Settings
-from app.wire import ExtenderArgs
+from app.wire import ExtenderArgs, ExtenderBindingArgs
 
 POD = {"metadata": {"name": "p", "namespace": "d", "uid": "u"}, "spec": {"containers": [{"name": "c"}]}}
 BAD_QUANTITY = {
@@ -33,6 +33,10 @@ CALLS = [
     ("/filter", {"Pod": {"metadata": {"name": 5}}}),
     ("/filter", {"Pod": BAD_QUANTITY, "NodeNames": ["a"]}),
     ("/prioritize", {"Pod": BAD_QUANTITY, "NodeNames": ["a"]}),
+    ("/bind", {"PodName": "p", "PodNamespace": "d", "PodUID": "u", "Node": "n1"}),
+    ("/bind", {"PodName": "p", "PodNamespace": "d", "PodUID": "u"}),
+    ("/bind", {"PodName": "", "PodNamespace": "d", "PodUID": "u", "Node": "n1"}),
+    ("/bind", b"[]"),
 ]
 
 
@@ -53,9 +57,10 @@ def clients(redis_url: str, redis_prefix: str) -> Iterator[tuple[TestClient, Tes
         yield hot, routed
 
 
-def _validates(body: Any) -> bool:
+def _validates(path: str, body: Any) -> bool:
+    model = ExtenderBindingArgs if path == "/bind" else ExtenderArgs
     try:
-        ExtenderArgs.model_validate_json(body if isinstance(body, bytes) else orjson.dumps(body))
+        model.model_validate_json(body if isinstance(body, bytes) else orjson.dumps(body))
     except ValidationError:
         return False
     return True
@@ -88,14 +93,18 @@ def test_the_cycle_verbs_skip_the_router_and_answer_as_it_does(
         assert (answer.status_code, answer.json()) == (expected.status_code, expected.json()), (path, body)
         assert answer.headers["content-type"] == expected.headers["content-type"] == "application/json"
         assert int(answer.headers["content-length"]) == len(answer.content)
-        assert "server-timing" in answer.headers  # still inside the metrics middleware
+        assert "server-timing" in answer.headers  # timed as the metrics middleware times
         # A body that does not validate takes the app's way; one the service refuses (a bad quantity,
         # read where the pod becomes a PodInfo) gets the app's own handler below the router.
-        assert handled == ([] if _validates(body) else [path]), (path, expected.text)
+        assert handled == ([] if _validates(path, body) else [path]), (path, expected.text)
     assert any(expected.status_code == 200 for expected in [_post(routed, p, b) for p, b in CALLS[:2]])
     metrics = hot.get("/metrics").text
     assert 'extender_requests_total{code="200",verb="filter"}' in metrics
     assert 'extender_requests_total{code="422",verb="filter"}' in metrics
+    # bind answered in front of the app counts as the routes count it: a 200, and its Error field as
+    # a domain error (no API server here), once each.
+    assert 'extender_requests_total{code="200",verb="bind"} 1.0' in metrics
+    assert 'extender_errors_total{kind="domain",verb="bind"} 1.0' in metrics
 
 
 def test_a_body_over_the_limit_is_refused_before_the_hot_path_reads_it(redis_url: str, redis_prefix: str) -> None:

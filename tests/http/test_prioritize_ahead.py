@@ -133,7 +133,7 @@ def test_nothing_is_computed_ahead_for_one_passing_node_or_the_nodes_form(
 def test_prioritize_answered_from_scores_ahead_reads_only_the_pods_identity(
     clients: tuple[TestClient, TestClient], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from app.middleware import hot_verbs
+    from app.routes.verbs import CYCLE_VERBS, CycleVerb
     from app.wire import ExtenderArgs
 
     ahead, plain = clients
@@ -146,7 +146,8 @@ def test_prioritize_answered_from_scores_ahead_reads_only_the_pods_identity(
             parsed.append(body)
             return validate(body, **kwargs)
 
-    monkeypatch.setattr(hot_verbs, "ExtenderArgs", Counting)
+    for path in ("/filter", "/prioritize"):
+        monkeypatch.setitem(CYCLE_VERBS, path, CycleVerb(Counting, CYCLE_VERBS[path].answer))
     incoming = versioned("pa-f")
     passing = ahead.post("/filter", json={"Pod": incoming, "NodeNames": NAMES}).json()["NodeNames"]
     assert len(parsed) == 1  # the filter's
