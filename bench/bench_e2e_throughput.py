@@ -153,8 +153,14 @@ class Profiler:
         self.procs: list[subprocess.Popen[bytes]] = []
         self.files: dict[str, Path] = {}
 
+    @staticmethod
+    def spy() -> str | None:
+        found = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+        return found if Path(found).exists() else None
+
     def start(self) -> None:
-        spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+        spy = self.spy()
+        assert spy is not None  # checked with the arguments
         self.directory.mkdir(parents=True, exist_ok=True)
         for label, pid in self.targets.items():
             out = self.directory / f"{label.split(' (')[0].replace(' ', '-')}.folded"
@@ -292,6 +298,7 @@ def extender_phase(
         else:
             entries = extender_entries(stack.replicas[0].url)
             entries[1]["urlPrefix"] = stack.replicas[-1].url
+        entries = registered(entries, args.verbs)
         role = {0: "replica 1 (filter, prioritize)", len(stack.replicas) - 1: "replica 2 (bind)"}
         labels: dict[str, str] = {}  # replica url -> its label
         measured = dict(processes)
@@ -330,6 +337,43 @@ def extender_phase(
         stack.stop()
 
 
+VERBS = ("filter", "prioritize", "preempt", "bind")
+
+
+def registered(entries: list[dict[str, Any]], verbs: str) -> list[dict[str, Any]]:
+    """The extender entries with only ``verbs`` (comma-separated) registered; without bind, kube-scheduler binds."""
+    wanted = set(verbs.split(","))
+    out = []
+    for entry in entries:
+        kept = {k: v for k, v in entry.items() if not (k.endswith("Verb") and k[: -len("Verb")] not in wanted)}
+        if any(k.endswith("Verb") for k in kept):
+            out.append(kept)
+    return out
+
+
+def round_of(tree: str, phase: dict[str, Any]) -> dict[str, Any]:
+    """One extender phase of a ``--compare`` sitting, in brief."""
+    return {
+        "tree": tree,
+        "pods_per_second": phase["pods_per_second"],
+        "extender_cpu_ms_per_pod": phase["extender_cpu_ms_per_pod"],
+        "kube_scheduler_cpu_ms_per_pod": phase["cpu_ms_per_pod"]["kube-scheduler"],
+        "kube_apiserver_cpu_ms_per_pod": phase["cpu_ms_per_pod"]["kube-apiserver"],
+    }
+
+
+def means(rounds: list[dict[str, Any]], null: dict[str, Any] | None) -> dict[str, Any]:
+    """Each tree's mean over the rounds (and its pods/s over the null extender's)."""
+    out: dict[str, Any] = {}
+    for tree in ("this", "other"):
+        mine = [r for r in rounds if r["tree"] == tree]
+        mean = {k: round(sum(r[k] for r in mine) / len(mine), 2) for k in mine[0] if k != "tree"}
+        if null is not None:
+            mean["over_null"] = round(mean["pods_per_second"] / null["pods_per_second"], 3)
+        out[tree] = mean
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nodes", type=int, default=1000)
@@ -366,7 +410,24 @@ def main() -> None:
         help="after this tree's extender phase, run the same phase with replicas of another checkout (a git "
         "worktree) on the same control plane and Redis; its figures go under with_other_tree",
     )
+    parser.add_argument(
+        "--verbs",
+        default=",".join(VERBS),
+        help="the verbs registered for our replicas (comma-separated, of filter, prioritize, preempt, bind); "
+        "without bind, kube-scheduler binds each pod itself, as in the other phases",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="with --compare: extender phases per tree, later rounds alternating which tree goes first; "
+        "compare_rounds lists them, compare_means averages them",
+    )
     args = parser.parse_args()
+    if args.profile is not None and Profiler.spy() is None:
+        parser.error("--profile needs py-spy, which the project does not install: pip install py-spy")
+    if not set(args.verbs.split(",")) <= set(VERBS):
+        parser.error(f"--verbs: each of {', '.join(VERBS)}")
 
     redis = EmbeddedRedis().start()
     with tempfile.TemporaryDirectory(prefix="bench-throughput-") as tmp:
@@ -409,8 +470,15 @@ def main() -> None:
             try:
                 extended = extender_phase(plane, kube, workdir, redis.url, args, processes, None, args.profile)
                 other = None
+                rounds: list[dict[str, Any]] = []
                 if args.compare is not None:
                     other = extender_phase(plane, kube, workdir, redis.url, args, processes, args.compare, None)
+                    rounds = [round_of("this", extended), round_of("other", other)]
+                    # Later rounds alternate which tree goes first, so the machine's drift falls on both.
+                    for i in range(1, args.rounds):
+                        for tree in (args.compare, None) if i % 2 else (None, args.compare):
+                            phase = extender_phase(plane, kube, workdir, redis.url, args, processes, tree, None)
+                            rounds.append(round_of("other" if tree else "this", phase))
             finally:
                 redis.stop()
 
@@ -440,6 +508,7 @@ def main() -> None:
                         else "filter+prioritize to the first replica, bind to the last"
                     ),
                     "entries": "filter+prioritize (nodeCacheCapable, weight 1), bind",
+                    "verbs": args.verbs,
                     "scheduler_qps": args.qps,
                 },
                 "node_create_seconds": round(nodes_s, 2),
@@ -447,6 +516,8 @@ def main() -> None:
                 "with_null_extender": null,
                 "with_extender": extended,
                 "with_other_tree": other,
+                "compare_rounds": rounds or None,
+                "compare_means": means(rounds, null) if rounds else None,
                 "cycle_ms_with_extender": round(1000 / extended["pods_per_second"], 2),
                 "cycle_ms_without_extender": round(1000 / plain["pods_per_second"], 2),
                 "ratio": round(extended["pods_per_second"] / plain["pods_per_second"], 3),

@@ -9,18 +9,29 @@ import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 
+def too_big_answer(max_bytes: int) -> bytes:
+    """The 413's body."""
+    return orjson.dumps({"detail": f"request body exceeds the limit of {max_bytes} bytes (EXTENDER_MAX_BODY_BYTES)"})
+
+
+def declared_too_big(scope: Scope, max_bytes: int) -> bool:
+    """The request's Content-Length says more than ``max_bytes`` (a chunked body is counted as it comes)."""
+    for name, value in scope.get("headers") or []:
+        if name == b"content-length":
+            try:
+                return int(value) > max_bytes
+            except ValueError:
+                return False
+    return False
+
+
 class BodyLimitMiddleware:
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
         self.app = app
         self.max_bytes = max_bytes
 
-    def _message(self) -> bytes:
-        return orjson.dumps(
-            {"detail": f"request body exceeds the limit of {self.max_bytes} bytes (EXTENDER_MAX_BODY_BYTES)"}
-        )
-
     async def _reject(self, send: Send) -> None:
-        body = self._message()
+        body = too_big_answer(self.max_bytes)
         await send(
             {
                 "type": "http.response.start",
@@ -34,15 +45,9 @@ class BodyLimitMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        for name, value in scope.get("headers") or []:
-            if name == b"content-length":
-                try:
-                    too_big = int(value) > self.max_bytes
-                except ValueError:
-                    too_big = False
-                if too_big:
-                    await self._reject(send)
-                    return
+        if declared_too_big(scope, self.max_bytes):
+            await self._reject(send)
+            return
         seen = 0
         rejected = False
 

@@ -4,9 +4,9 @@ kube-scheduler calls them for every pod, filter and prioritize inside its schedu
 own layers (telemetry, exception middlewares, the router, Request and Response objects) cost more CPU
 per call than the answer of a warm class, so ``ExtenderApp`` hands these calls to ``HotVerbs``
 before any of them, and everything else to FastAPI unchanged. ``HotVerbs`` does what the layers it
-skips would: the body limit, the metrics and server-timing header, the app's exception handlers.
-A body it does not take (over the limit, or failing validation) goes to the app, body and all, to be
-answered as every route answers it. The routes stay declared in the app (OpenAPI, tests and the error
+skips would: the body limit (the same 413), the metrics and server-timing header, the app's exception
+handlers. A body failing validation goes to the app, body and all, to be answered as every route
+answers it. The routes stay declared in the app (OpenAPI, tests and the error
 shapes do not change).
 
 A prioritize whose scores this replica computed ahead (same pod uid and resourceVersion, same nodes)
@@ -25,6 +25,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from app import translate
 from app.errors import HANDLERS
 from app.metrics import Metrics
+from app.middleware.body_limit import declared_too_big, too_big_answer
 from app.middleware.metrics import observe
 from app.responses import render
 from app.routes.verbs import CYCLE_VERBS
@@ -48,16 +49,6 @@ def _replay(body: bytes, receive: Receive) -> Receive:
     return replayed
 
 
-def _too_big(scope: Scope, max_bytes: int) -> bool:
-    for name, value in scope.get("headers") or []:
-        if name == b"content-length":
-            try:
-                return int(value) > max_bytes
-            except ValueError:
-                return False
-    return False
-
-
 class HotVerbs:
     """Answers the cycle's verbs; passes every body it does not take to ``app`` (FastAPI's way in)."""
 
@@ -72,10 +63,13 @@ class HotVerbs:
         return scope["type"] == "http" and scope["method"] == "POST" and scope["path"] in CYCLE_VERBS
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.state.scheduler is None or _too_big(scope, self.max_bytes):
-            await self.app(scope, receive, send)  # the app answers 503 or 413
-            return
         start = time.perf_counter()
+        if self.state.scheduler is None:
+            await self.app(scope, receive, send)  # the app answers 503
+            return
+        if declared_too_big(scope, self.max_bytes):
+            await self._answer(send, scope["path"], start, 413, too_big_answer(self.max_bytes))
+            return
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -85,11 +79,11 @@ class HotVerbs:
             chunk = message.get("body", b"")
             chunks.append(chunk)
             size += len(chunk)
+            if size > self.max_bytes:  # chunked, no length: refused as it arrives
+                await self._answer(send, scope["path"], start, 413, too_big_answer(self.max_bytes))
+                return
             if not message.get("more_body", False):
                 break
-            if size > self.max_bytes:  # chunked, no length: the app's body limit answers
-                await self.app(scope, _replay(b"".join(chunks), receive), send)
-                return
         body = b"".join(chunks)
         path = scope["path"]
         answer: Any = None

@@ -113,3 +113,20 @@ def test_a_body_over_the_limit_is_refused_before_the_hot_path_reads_it(redis_url
         body = {"Pod": POD, "NodeNames": [f"node-{i}" for i in range(400)]}
         assert client.post("/filter", json=body).status_code == 413
         assert client.post("/filter", json={"Pod": POD, "NodeNames": ["a"]}).status_code == 200
+
+
+def test_a_chunked_body_over_the_limit_is_refused_as_it_arrives(redis_url: str, redis_prefix: str) -> None:
+    settings = Settings(redis_url=redis_url, redis_prefix=redis_prefix, kube_mode="off", max_body_bytes=2048)
+    whole = orjson.dumps({"Pod": POD, "NodeNames": [f"node-{i}" for i in range(400)]})
+
+    def chunks(body: bytes) -> Iterator[bytes]:  # no Content-Length: sent chunked
+        for start in range(0, len(body), 512):
+            yield body[start : start + 512]
+
+    with TestClient(create_app(settings)) as client:
+        for path in ("/filter", "/prioritize", "/bind"):
+            answer = client.post(path, content=chunks(whole), headers={"content-type": "application/json"})
+            assert answer.status_code == 413 and "EXTENDER_MAX_BODY_BYTES" in answer.json()["detail"], path
+        small = orjson.dumps({"Pod": POD, "NodeNames": ["a"]})
+        answer = client.post("/filter", content=chunks(small), headers={"content-type": "application/json"})
+        assert answer.status_code == 200 and answer.json()["Error"] == ""
