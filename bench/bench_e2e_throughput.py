@@ -25,189 +25,33 @@ import argparse
 import json
 import os
 import secrets
-import shutil
-import signal
-import subprocess
 import sys
 import tempfile
-import threading
 import time
-import uuid
-from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import httpx
-from prometheus_client.parser import text_string_to_metric_families
 
 from app.serving.embedded_redis import EmbeddedRedis
+from bench.e2e_measures import (
+    VERBS,
+    BoundWatch,
+    Profiler,
+    api_requests,
+    means,
+    per_pod,
+    registered,
+    replica_counters,
+    round_of,
+)
+from bench.e2e_workload import HOST, POD_CPU, POD_MEMORY, ZONE, app_kind, create_all, pod_bodies
 from devstack.controlplane import ControlPlane, KubeScheduler, extender_entries, running_control_plane
-from devstack.kube import Kube, resources, wait_for
+from devstack.kube import Kube, wait_for
 from devstack.null_extender import NullExtenderProcess
 from devstack.proc import cpu_seconds
 from devstack.stack import Stack
-
-ZONE = "topology.kubernetes.io/zone"
-HOST = "kubernetes.io/hostname"
-POD_CPU = "100m"
-POD_MEMORY = "128Mi"
-
-
-def app_kind(index: int) -> str:
-    """Which constraint app ``index`` carries: a fifth anti-affinity, a fifth spread, the rest none."""
-    return ("anti-affinity", "spread", "plain", "plain", "plain")[index % 5]
-
-
-def pod_bodies(kube: Kube, scheduler: str, pods: int, apps: int) -> list[dict[str, Any]]:
-    owners = [str(uuid.uuid4()) for _ in range(apps)]
-    bodies = []
-    for i in range(pods):
-        app = i % apps
-        labels = {"app": f"app-{app}"}
-        spec: dict[str, Any] = {}
-        kind = app_kind(app)
-        if kind == "anti-affinity":
-            term = {"labelSelector": {"matchLabels": labels}, "topologyKey": HOST}
-            spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
-        elif kind == "spread":
-            spec["topologySpreadConstraints"] = [
-                {
-                    "maxSkew": 1,
-                    "topologyKey": ZONE,
-                    "whenUnsatisfiable": "DoNotSchedule",
-                    "labelSelector": {"matchLabels": labels},
-                }
-            ]
-        body = kube.pod_body(
-            f"app-{app}-{i}",
-            scheduler=scheduler,
-            requests=resources(cpu=POD_CPU, memory=POD_MEMORY),
-            labels=labels,
-            **spec,
-        )
-        body["metadata"]["ownerReferences"] = [
-            {
-                "apiVersion": "apps/v1",
-                "kind": "ReplicaSet",
-                "name": f"app-{app}",
-                "uid": owners[app],
-                "controller": True,
-            }
-        ]
-        bodies.append(body)
-    return bodies
-
-
-def create_all(kube: Kube, namespace: str, bodies: list[dict[str, Any]]) -> float:
-    start = time.perf_counter()
-    with ThreadPoolExecutor(8) as pool:
-        list(pool.map(lambda body: kube.create_pod(namespace, body), bodies))
-    return time.perf_counter() - start
-
-
-class BoundWatch:
-    """Counts the namespace's pods that have a node, from one watch (started before the scheduler)."""
-
-    def __init__(self, plane: ControlPlane, namespace: str, expected: int) -> None:
-        self.expected = expected
-        self.bound: set[str] = set()
-        self.done = threading.Event()
-        self._client = plane.client(timeout=None)  # type: ignore[arg-type]
-        listing = self._client.get(f"/api/v1/namespaces/{namespace}/pods", params={"limit": "1"})
-        listing.raise_for_status()
-        version = listing.json()["metadata"]["resourceVersion"]
-        self._url = f"/api/v1/namespaces/{namespace}/pods"
-        self._params = {"watch": "1", "resourceVersion": version, "allowWatchBookmarks": "false"}
-        self._thread = threading.Thread(target=self._run, name="bound-watch", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        with self._client.stream("GET", self._url, params=self._params) as stream:
-            for line in stream.iter_lines():
-                if not line:
-                    continue
-                event = json.loads(line)
-                obj = event.get("object") or {}
-                if event.get("type") in ("ADDED", "MODIFIED") and (obj.get("spec") or {}).get("nodeName"):
-                    self.bound.add(obj["metadata"]["name"])
-                    if len(self.bound) >= self.expected:
-                        self.done.set()
-                        return
-
-    def wait(self, timeout: float) -> None:
-        if not self.done.wait(timeout):
-            raise TimeoutError(f"{len(self.bound)} of {self.expected} pods bound after {timeout}s")
-
-    def close(self) -> None:
-        self._client.close()
-
-
-class Profiler:
-    """py-spy sampling each replica's Python stacks (non-blocking, folded output), one file per replica."""
-
-    def __init__(self, directory: Path, targets: dict[str, int], rate: int) -> None:
-        self.directory = directory
-        self.targets = targets
-        self.rate = rate
-        self.procs: list[subprocess.Popen[bytes]] = []
-        self.files: dict[str, Path] = {}
-
-    @staticmethod
-    def spy() -> str | None:
-        found = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
-        return found if Path(found).exists() else None
-
-    def start(self) -> None:
-        spy = self.spy()
-        assert spy is not None  # checked with the arguments
-        self.directory.mkdir(parents=True, exist_ok=True)
-        for label, pid in self.targets.items():
-            out = self.directory / f"{label.split(' (')[0].replace(' ', '-')}.folded"
-            self.files[label] = out
-            command = [spy, "record", "--pid", str(pid), "--rate", str(self.rate), "--format", "raw"]
-            command += ["--nonblocking", "--output", str(out)]
-            self.procs.append(subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-
-    def stop(self) -> None:
-        for proc in self.procs:
-            proc.send_signal(signal.SIGINT)
-        for proc in self.procs:
-            proc.wait(60)
-
-
-def replica_counters(replica_urls: list[str]) -> Counter[str]:
-    """Counters the replicas reported so far, summed over them: Redis round trips by command (a Lua
-    script by its name) and milliseconds of garbage collection by generation, from their /metrics."""
-    counts: Counter[str] = Counter()
-    for url in replica_urls:
-        text = httpx.get(f"{url}/metrics", timeout=10).text
-        for family in text_string_to_metric_families(text):
-            for sample in family.samples:
-                if sample.name == "extender_redis_command_duration_seconds_count":
-                    counts[f"redis {sample.labels['command']}"] += int(sample.value)
-                elif sample.name == "extender_gc_seconds_total":
-                    counts[f"gc ms {sample.labels['generation']}"] += round(1000 * sample.value)
-    return counts
-
-
-def api_requests(plane: ControlPlane) -> Counter[str]:
-    """Requests kube-apiserver answered so far, by client, verb and resource (its apiserver_request_total)."""
-    counts: Counter[str] = Counter()
-    with plane.client(timeout=30) as client:
-        text = client.get("/metrics").text
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            if sample.name == "apiserver_request_total":
-                labels = sample.labels
-                sub = f"/{labels['subresource']}" if labels.get("subresource") else ""
-                counts[f"{labels['verb']} {labels['resource']}{sub}"] += int(sample.value)
-    return counts
-
-
-def per_pod(after: Counter[str], before: Counter[str], pods: int) -> dict[str, float]:
-    diff = after - before
-    return {key: round(n / pods, 2) for key, n in diff.most_common() if n / pods >= 0.01}
 
 
 def run_phase(
@@ -335,43 +179,6 @@ def extender_phase(
         return extended
     finally:
         stack.stop()
-
-
-VERBS = ("filter", "prioritize", "preempt", "bind")
-
-
-def registered(entries: list[dict[str, Any]], verbs: str) -> list[dict[str, Any]]:
-    """The extender entries with only ``verbs`` (comma-separated) registered; without bind, kube-scheduler binds."""
-    wanted = set(verbs.split(","))
-    out = []
-    for entry in entries:
-        kept = {k: v for k, v in entry.items() if not (k.endswith("Verb") and k[: -len("Verb")] not in wanted)}
-        if any(k.endswith("Verb") for k in kept):
-            out.append(kept)
-    return out
-
-
-def round_of(tree: str, phase: dict[str, Any]) -> dict[str, Any]:
-    """One extender phase of a ``--compare`` sitting, in brief."""
-    return {
-        "tree": tree,
-        "pods_per_second": phase["pods_per_second"],
-        "extender_cpu_ms_per_pod": phase["extender_cpu_ms_per_pod"],
-        "kube_scheduler_cpu_ms_per_pod": phase["cpu_ms_per_pod"]["kube-scheduler"],
-        "kube_apiserver_cpu_ms_per_pod": phase["cpu_ms_per_pod"]["kube-apiserver"],
-    }
-
-
-def means(rounds: list[dict[str, Any]], null: dict[str, Any] | None) -> dict[str, Any]:
-    """Each tree's mean over the rounds (and its pods/s over the null extender's)."""
-    out: dict[str, Any] = {}
-    for tree in ("this", "other"):
-        mine = [r for r in rounds if r["tree"] == tree]
-        mean = {k: round(sum(r[k] for r in mine) / len(mine), 2) for k in mine[0] if k != "tree"}
-        if null is not None:
-            mean["over_null"] = round(mean["pods_per_second"] / null["pods_per_second"], 3)
-        out[tree] = mean
-    return out
 
 
 def main() -> None:
