@@ -107,6 +107,9 @@ class HotVerbs:
 
     def _ahead(self, body: bytes) -> Any:
         """Prioritize's answer when its scores were computed ahead for this very call, else None."""
+        scheduler = self.state.scheduler
+        if scheduler is None or not scheduler.prioritize_ahead:  # nothing computed ahead: no second read
+            return None
         try:
             call = CycleCall.model_validate_json(body)
         except ValidationError:
@@ -114,8 +117,7 @@ class HotVerbs:
         if call.NodeNames is None or call.Nodes is not None:
             return None
         meta = call.Pod.metadata
-        assert self.state.scheduler is not None
-        scores = self.state.scheduler.scores_ahead(meta.uid, meta.resourceVersion or "", call.NodeNames)
+        scores = scheduler.scores_ahead(meta.uid, meta.resourceVersion or "", call.NodeNames)
         return translate.prioritize_answer(scores) if scores is not None else None
 
     async def _answer(self, send: Send, path: str, start: float, status: int, payload: bytes) -> None:

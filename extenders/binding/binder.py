@@ -217,14 +217,14 @@ class Binder:
         node changed since, and a refusal of the fit is looked at again on a fresh snapshot, so it
         only spares a catch-up round trip when it is still current."""
         async with self.node_lock(node):
-            checked = Check(Snapshot())
-            for _attempt in range(self.attempts):
-                if snapshot is not None:
-                    checked, snapshot = self.check(pod, node, snapshot), None
-                    if checked.error:  # perhaps only stale: look again
-                        checked = self.check(pod, node, await self.runtime.snapshot())
-                else:
-                    checked = self.check(pod, node, await self.runtime.snapshot())
+            for attempt in range(self.attempts):
+                tried = self.check(pod, node, snapshot) if snapshot is not None and attempt == 0 else None
+                # None to try, or a refusal perhaps only stale: look at a fresh snapshot.
+                checked = (
+                    tried
+                    if tried is not None and not tried.error
+                    else self.check(pod, node, await self.runtime.snapshot())
+                )
                 if checked.error or checked.bound_here:
                     return checked
                 result = await self.runtime.store.assume_pod(pod, node, checked.generation, ttl)

@@ -20,6 +20,7 @@ go through these rules:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -81,10 +82,12 @@ class GangRules:
 
     # --- the preemptor's own gang ---------------------------------------------------------------
 
+    @functools.cached_property
     def _own_gang(self) -> tuple[str, int, list[PodInfo]] | None:
         """The preemptor's gang: its key, minimum and placed members (the preemptor aside). A member
         kube-scheduler nominated to a node after preempting for it counts as placed: the node is
-        kept for it (from 1.33 its victims go after the cycle, so its siblings preempt meanwhile)."""
+        kept for it (from 1.33 its victims go after the cycle, so its siblings preempt meanwhile).
+        Worked out once: both rules below read it, and it scans the pending pods."""
         ref = self.gang_of(self.preemptor)
         if ref is None:
             return None
@@ -103,12 +106,12 @@ class GangRules:
 
     def need(self) -> int:
         """Members of the preemptor's gang still to place, the preemptor included (0 outside a gang)."""
-        own = self._own_gang()
+        own = self._own_gang
         return 0 if own is None else max(0, own[1] - len(own[2]))
 
     def cannot_complete(self) -> str:
         """Why preempting for this member would help its gang nothing ("" when it can help)."""
-        own = self._own_gang()
+        own = self._own_gang
         if own is None:
             return ""
         gang, minimum, placed = own

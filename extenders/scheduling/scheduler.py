@@ -212,15 +212,15 @@ class Scheduler:
     async def prioritize_in_cycle(self, pod: CyclePod, names: list[str]) -> NodeScores:
         """``prioritize`` for a call naming its candidates, on the snapshot (and, for the same pod, the
         view, class and scores computed ahead) its filter on this replica left, if any."""
+        ahead = self.scores_ahead(pod.uid, pod.resource_version, names)
+        if ahead is not None:
+            return ahead
         cycle = self._cycles.take(pod.uid)
         if cycle is None:
             return await self.prioritize(pod.parse(), names)
         self.runtime.telemetry.cycle_snapshots.inc()
         rv = pod.resource_version
         same = cycle if rv and rv == cycle.resource_version else None  # the same pod
-        if same is not None and same.scores is not None and same.names == names:
-            self.runtime.telemetry.prioritize_ahead.labels("used").inc()
-            return same.scores
         info = same.pod if same is not None else pod.parse()
         with log_fields(verb="prioritize", pod=info.key):
             return await self._prioritize_on(info, cycle.snapshot, names, same.class_key if same is not None else None)
