@@ -85,9 +85,11 @@ class Process:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def log(self, tail: int = 6000) -> str:
+    def log(self, tail: int | None = 6000) -> str:
+        """The log's last ``tail`` characters (None: all of it)."""
         self._log.flush()
-        return self.log_path.read_text(errors="replace")[-tail:]
+        text = self.log_path.read_text(errors="replace")
+        return text if tail is None else text[-tail:]
 
     def stop(self, timeout: float = 10.0) -> None:
         stop_process(self.proc, timeout)
@@ -441,7 +443,7 @@ class KubeScheduler:
         resp = httpx.get(f"https://127.0.0.1:{self.port}/healthz", verify=False, timeout=2)
         return resp.status_code == 200
 
-    def log(self, tail: int = 12000) -> str:
+    def log(self, tail: int | None = 12000) -> str:
         return self.process.log(tail)
 
     def stop(self) -> None:

@@ -95,9 +95,11 @@ class ServerProcess:
     def get(self, path: str, timeout: float = 5.0) -> httpx.Response:
         return httpx.get(f"{self.url}{path}", verify=self.verify, timeout=timeout)
 
-    def log(self) -> str:
+    def log(self, tail: int | None = 8000) -> str:
+        """The log's last ``tail`` characters (None: all of it)."""
         self._log.flush()
-        return self.log_path.read_text(errors="replace")[-8000:]
+        text = self.log_path.read_text(errors="replace")
+        return text if tail is None else text[-tail:]
 
     def kill(self) -> None:
         """SIGKILL: the replica dies without any clean-up, as in a node crash."""

@@ -121,10 +121,11 @@ class Stack:
         self.replicas[index] = fresh
         return fresh
 
-    def logs(self) -> str:
-        parts = [f"--- {r.name}\n{r.log()}" for r in self.replicas]
+    def logs(self, whole: bool = False) -> str:
+        """Each replica's log and kube-scheduler's, under a ``--- name`` line: their tails, or all."""
+        parts = [f"--- {r.name}\n{r.log(None) if whole else r.log()}" for r in self.replicas]
         if self.scheduler is not None:
-            parts.append(f"--- kube-scheduler\n{self.scheduler.log()}")
+            parts.append(f"--- kube-scheduler\n{self.scheduler.log(None) if whole else self.scheduler.log()}")
         return "\n".join(parts)
 
     def requests(self, verb: str) -> int:

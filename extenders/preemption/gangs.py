@@ -6,8 +6,9 @@ go through these rules:
 - A member among a node's victims that takes its gang (at least its minimum placed: bound, or
   permitted and binding) below its minimum takes the whole gang with it: the gang's members on that
   node join the node's victims, and those on other nodes are evicted by the extender once
-  kube-scheduler has evicted the ones here (``GangEviction``). A gang with a member of the
-  preemptor's priority or higher cannot go whole, and neither can the node.
+  kube-scheduler has evicted the ones here (``GangEviction``). Members that recent answers offered as
+  victims on other nodes count as leaving for this (kube-scheduler may have picked those nodes). A
+  gang with a member of the preemptor's priority or higher cannot go whole, and neither can the node.
 - A candidate that breaks no gang is preferred, and the others are dropped. When every candidate
   breaks one, the extender picks the node itself and answers only that one, since kube-scheduler
   cannot see the members elsewhere: the fewest PDB violations, then the lowest highest priority, the
@@ -193,11 +194,16 @@ class GangRules:
                 victims.setdefault(ref[0], []).append(pod)
                 minimum[ref[0]] = ref[1]
         out: list[_Whole] = []
+        offered = self.selector.departed
         for gang, gone in victims.items():
             placed = self.placement.placed(gang)
-            if len(placed) < minimum[gang] or len(placed) - len(gone) >= minimum[gang]:
-                continue  # not placed whole, or still whole enough without them
             taken = {p.uid for p in gone}
+            # Members an earlier answer offered on another node may be leaving too: kube-scheduler picks
+            # one node of an answer and evicts after its cycle, so two preemptors each taking one member
+            # can break a gang neither breaks alone. Counted as gone here; the evictor counts what went.
+            maybe = sum(1 for p in placed if p.uid in offered and p.uid not in taken)
+            if len(placed) < minimum[gang] or len(placed) - len(gone) - maybe >= minimum[gang]:
+                continue  # not placed whole, or still whole enough without them
             rest = [p for p in placed if p.uid not in taken]
             if any(p.priority >= self.preemptor.priority for p in rest):
                 why = f"gang {gang} would have to go whole, and it has a member of this priority or higher"

@@ -29,6 +29,7 @@ import httpx
 import redis
 
 from devstack.kube import Kube, resources
+from tests.e2e.churn_report import describe
 from tests.e2e.scenarios import ScenarioCluster
 
 LEGACY = ("pod-group.scheduling.sigs.k8s.io/name", "pod-group.scheduling.sigs.k8s.io/min-available")
@@ -154,6 +155,9 @@ class Churn:
         self.plain: list[str] = []
         self.figures = Figures()
         self.violations: list[str] = []
+        self.details: list[str] = []  # per violation of a gang: its state at that moment
+        self.violating: list[str] = []  # the gangs named in violations
+        self._docs: list[dict[str, Any]] = []  # the extender's gang documents of the latest check
         self.vacant_since: dict[str, float] = {}  # gang key -> first seen holding with no live member
         self.gone_since: dict[str, float] = {}  # gang key -> when the test saw its last pod gone
         self._serial = 0
@@ -289,12 +293,16 @@ class Churn:
         nodes = {n: NODE_MILLICPU for n in self.nodes if n in present}
         return Observation(pods, nodes, time.monotonic())
 
-    def violate(self, text: str) -> None:
+    def violate(self, text: str, gang: Gang | None = None, obs: Observation | None = None) -> None:
         self.violations.append(f"{time.strftime('%H:%M:%S')} {text}")
+        if gang is not None and obs is not None:
+            doc = next((d for d in self._docs if d["name"] == gang.name), None)
+            self.details.append(describe(gang.name, gang.names, obs.pods, obs.free(), doc))
+            self.violating.append(gang.name)
 
     def check(self) -> None:
         obs = self.observe()
-        docs = self.gang_documents(self.replica_urls[0])
+        docs = self._docs = self.gang_documents(self.replica_urls[0])
         self.figures.checks += 1
         self.collect_stranded(obs)
         assembling = {d["name"] for d in docs if d["state"] == "assembling" and d["members"] > 0}
@@ -336,7 +344,7 @@ class Churn:
             if 0 < bound < gang.minimum:
                 since = gang.partial_since = gang.partial_since or obs.at
                 if obs.at - since > RELEASE_SECONDS:
-                    self.violate(f"gang {gang.name} partly bound: {bound} of its minimum {gang.minimum}")
+                    self.violate(f"gang {gang.name} partly bound: {bound} of its minimum {gang.minimum}", gang, obs)
                     gang.partial_since = obs.at  # reported once per period
             else:
                 gang.partial_since = None
@@ -352,6 +360,7 @@ class Churn:
                                 f"{gang.name} ({gang.scheme}, {gang.size} x {gang.millicpu}m)",
                                 wait,
                             )
+                gang.eligible_since = None  # a wait ends when the gang completes
                 continue
             can = fits(gang, gang.minimum - bound, free)
             blocked = waiting > gang.priority or gang.priority in fitting
@@ -361,7 +370,9 @@ class Churn:
                 elif obs.at - gang.eligible_since > COMPLETE_SECONDS:
                     self.violate(
                         f"gang {gang.name} ({gang.size} x {gang.millicpu}m, minimum {gang.minimum}) fits and "
-                        f"waits behind nothing, yet is not complete after {obs.at - gang.eligible_since:.0f}s"
+                        f"waits behind nothing, yet is not complete after {obs.at - gang.eligible_since:.0f}s",
+                        gang,
+                        obs,
                     )
                     gang.eligible_since = obs.at  # reported once per period
             else:

@@ -21,6 +21,7 @@ import redis
 from devstack.kube import wait_for
 from devstack.stack import Stack
 from tests.e2e.churn import COMPLETE_SECONDS, VACANT_SECONDS, Churn
+from tests.e2e.churn_report import related_log_lines
 from tests.e2e.conftest import Cluster, StartStack
 from tests.plugins.e2e_tier import report
 
@@ -58,7 +59,9 @@ def test_a_stream_of_gang_churn_on_long_lived_state_keeps_every_invariant(
     churn.start()
     began = time.monotonic()
     churn.run(CHURN_SECONDS)
-    assert churn.violations == [], "\n".join(churn.violations[:20]) + "\n" + stack.logs()[-20000:]
+    if churn.violations:
+        context = related_log_lines(stack.logs(whole=True), churn.violating[:5]) if churn.violating else stack.logs()
+        raise AssertionError("\n".join([*churn.violations[:20], *churn.details[:10], context]))
     figures = churn.figures
     assert figures.completed >= 10 and figures.cancelled >= 3 and figures.drained >= 1, figures
 

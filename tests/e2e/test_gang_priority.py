@@ -4,8 +4,9 @@ The first two cases are scheduler-plugins' own Coscheduling integration cases wi
 priorities (one node of 300Mi; gang pg1 of 3 x 100Mi at low priority, gang pg2 of 3 x 50Mi at high
 priority, created one after the other, then interleaved): pg2 must run whole, and pg1 whole or not
 at all. The others preempt running gangs: a gang is one victim, taken whole or not at all, a gang
-guarded by a PodDisruptionBudget is the last choice, and a gang can preempt two others spread over
-several nodes. Throughout, no gang stays partly bound for longer than its Bindings or evictions take.
+guarded by a PodDisruptionBudget is the last choice, a gang can preempt two others spread over
+several nodes, and two preemptions that each take one member of a gang do not leave it partly bound.
+Throughout, no gang stays partly bound for longer than its Bindings or evictions take.
 """
 
 from __future__ import annotations
@@ -240,3 +241,27 @@ def test_a_high_priority_gang_preempts_two_lower_gangs_over_several_nodes(cluste
         placed = cluster.wait_bound(high, timeout=120)
     assert len(set(placed[n] for n in high)) == 4
     assert existing(cluster, "low1") == [] and existing(cluster, "low2") == []
+
+
+def test_two_preemptions_that_each_take_one_member_do_not_leave_a_gang_partly_bound(cluster: Cluster) -> None:
+    # Gang a: three members of default priority, minimum two, one per node; a low-priority plain pod
+    # fills a fourth node. Two urgent pods each need a whole node, and no single victim breaks a, so the
+    # first one's answer offers all four nodes and kube-scheduler takes a member of a (the lowest
+    # priority). The second one's preemption may be decided while that victim still shows (1.33 on
+    # evicts after the cycle): taking another member of a would leave one bound, with no eviction
+    # recorded. The plain pod breaks no gang: it is the second victim, and a keeps its minimum.
+    cluster.nodes(4, cpu="4")
+    cluster.wait_synced()
+    members = [f"a-{i}" for i in range(3)]
+    for name in members:
+        cluster.pod(name, requests=resources(cpu="3"), labels=legacy("a", 2))
+    cluster.wait_bound(members, timeout=60)
+    cluster.pod("plain", requests=resources(cpu="3"), priorityClassName=LOW)
+    cluster.wait_bound(["plain"], timeout=60)
+    with never_partial(cluster, {"a": 2}):
+        for i in range(2):
+            cluster.pod(f"urgent-{i}", requests=resources(cpu="3"), priorityClassName=HIGH)
+        cluster.wait_bound(["urgent-0", "urgent-1"], timeout=90)
+        time.sleep(SETTLE_SECONDS + 1)  # room for a partial state to show, and for an eviction of a whole
+    assert len(bound(cluster, "a")) == 2, cluster.placement()
+    assert "plain" not in cluster.placement(), cluster.placement()

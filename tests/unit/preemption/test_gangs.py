@@ -58,6 +58,31 @@ def test_a_victim_another_preemption_is_evicting_counts_as_gone_so_the_gang_is_s
     assert sorted(uid for uid, _ in eviction.members) == ["uid-a-3", "uid-a-4"]
 
 
+def test_a_member_an_earlier_answer_offered_elsewhere_counts_as_maybe_gone() -> None:
+    # Gang a (min 4) has five members, one per node; a plain pod holds n6. A first preemptor was answered
+    # n1 (a-1) and n6 (plain): kube-scheduler picked one, unknown to us, and evicts after its cycle.
+    # The next preemptor's candidates are n2 (a-2) and n6: taking a-2 may leave three of four.
+    nodes = [node(f"n{i}", cpu="8", gpu=1) for i in range(1, 7)]
+    pods = [*(gang_pod(f"a-{i}", f"n{i}", "a", 4) for i in range(1, 6)), pod("plain", "n6", prio=10, gpu=1)]
+    snap = snapshot(nodes, pods)
+    offered = {"uid-a-1", "uid-plain"}
+    candidates = {"n2": ["uid-a-2"], "n6": ["uid-plain"]}
+
+    def answer(departed: set[str], chosen: dict[str, list[str]]) -> Preemption:
+        return process_preemption(
+            POLICY, pod_info(PREEMPTOR), chosen, snap, gang_of=gang_of_for(snap), departed=departed
+        )
+
+    assert list(answer(set(), candidates).nodes) == ["n2", "n6"], "blind: neither breaks the gang"
+    assert list(answer(offered, candidates).nodes) == ["n6"], "the candidate that surely breaks no gang"
+    # n2 alone: the gang goes whole; the evictor takes the rest only if a-1 did go (it counts what went).
+    alone = answer(offered, {"n2": ["uid-a-2"]})
+    assert names(alone.nodes) == {"n2": (["a-2"], 0)}
+    (eviction,) = alone.gang_evictions
+    assert (eviction.trigger, eviction.minimum) == (("uid-a-2",), 4)
+    assert sorted(uid for uid, _ in eviction.members) == ["uid-a-1", "uid-a-3", "uid-a-4", "uid-a-5"]
+
+
 def test_with_leaving_marks_only_placed_live_pods_and_leaves_the_snapshot_alone() -> None:
     nodes = [node("n1", cpu="8", gpu=1), node("n2", cpu="8", gpu=1)]
     pods = [gang_pod("a-1", "n1", "a", 2), gang_pod("a-2", "n2", "a", 2)]
