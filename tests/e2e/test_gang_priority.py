@@ -249,7 +249,8 @@ def test_two_preemptions_that_each_take_one_member_do_not_leave_a_gang_partly_bo
     # first one's answer offers all four nodes and kube-scheduler takes a member of a (the lowest
     # priority). The second one's preemption may be decided while that victim still shows (1.33 on
     # evicts after the cycle): taking another member of a would leave one bound, with no eviction
-    # recorded. The plain pod breaks no gang: it is the second victim, and a keeps its minimum.
+    # recorded. The plain pod breaks no gang: it is the second victim, and a keeps its minimum. (A
+    # preemptor retried before its victim's deletion shows may preempt again; a then goes whole.)
     cluster.nodes(4, cpu="4")
     cluster.wait_synced()
     members = [f"a-{i}" for i in range(3)]
@@ -263,5 +264,5 @@ def test_two_preemptions_that_each_take_one_member_do_not_leave_a_gang_partly_bo
             cluster.pod(f"urgent-{i}", requests=resources(cpu="3"), priorityClassName=HIGH)
         cluster.wait_bound(["urgent-0", "urgent-1"], timeout=90)
         time.sleep(SETTLE_SECONDS + 1)  # room for a partial state to show, and for an eviction of a whole
-    assert len(bound(cluster, "a")) == 2, cluster.placement()
-    assert "plain" not in cluster.placement(), cluster.placement()
+    left = bound(cluster, "a")
+    assert len(left) in (0, 2), f"gang a left with {left}: {cluster.placement()}"
