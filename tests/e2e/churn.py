@@ -155,8 +155,7 @@ class Churn:
         self.plain: list[str] = []
         self.figures = Figures()
         self.violations: list[str] = []
-        self.details: list[str] = []  # per violation of a gang: its state at that moment
-        self.violating: list[str] = []  # the gangs named in violations
+        self.details: list[tuple[str, str]] = []  # per violation of a gang: (its name, its state then)
         self._docs: list[dict[str, Any]] = []  # the extender's gang documents of the latest check
         self.vacant_since: dict[str, float] = {}  # gang key -> first seen holding with no live member
         self.gone_since: dict[str, float] = {}  # gang key -> when the test saw its last pod gone
@@ -297,8 +296,7 @@ class Churn:
         self.violations.append(f"{time.strftime('%H:%M:%S')} {text}")
         if gang is not None and obs is not None:
             doc = next((d for d in self._docs if d["name"] == gang.name), None)
-            self.details.append(describe(gang.name, gang.names, obs.pods, obs.free(), doc))
-            self.violating.append(gang.name)
+            self.details.append((gang.name, describe(gang.name, gang.names, obs.pods, obs.free(), doc)))
 
     def check(self) -> None:
         obs = self.observe()

@@ -60,8 +60,9 @@ def test_a_stream_of_gang_churn_on_long_lived_state_keeps_every_invariant(
     began = time.monotonic()
     churn.run(CHURN_SECONDS)
     if churn.violations:
-        context = related_log_lines(stack.logs(whole=True), churn.violating[:5]) if churn.violating else stack.logs()
-        raise AssertionError("\n".join([*churn.violations[:20], *churn.details[:10], context]))
+        gangs = [name for name, _ in churn.details]
+        context = related_log_lines(stack.logs(whole=True), gangs[:5]) if gangs else stack.logs()
+        raise AssertionError("\n".join([*churn.violations[:20], *(d for _, d in churn.details[:10]), context]))
     figures = churn.figures
     assert figures.completed >= 10 and figures.cancelled >= 3 and figures.drained >= 1, figures
 
