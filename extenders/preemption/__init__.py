@@ -8,7 +8,12 @@ the candidates (a gang is one victim; a gang member preempts only when its gang 
 
 from extenders.gang.eviction import GangEviction
 from extenders.preemption.decide import MetaVictims, Preemption, process_preemption
-from extenders.preemption.gangs import RULE_GANG_AVOIDABLE, RULE_GANG_NOT_BEST, RULE_GANG_NOT_LOWER
+from extenders.preemption.gangs import (
+    RULE_GANG_ASSEMBLING,
+    RULE_GANG_AVOIDABLE,
+    RULE_GANG_NOT_BEST,
+    RULE_GANG_NOT_LOWER,
+)
 from extenders.preemption.victims import (
     RULE_CANNOT_FIT,
     RULE_NO_LOWER_PRIORITY,
@@ -21,6 +26,7 @@ from extenders.preemption.victims import (
 
 __all__ = [
     "RULE_CANNOT_FIT",
+    "RULE_GANG_ASSEMBLING",
     "RULE_GANG_AVOIDABLE",
     "RULE_GANG_NOT_BEST",
     "RULE_GANG_NOT_LOWER",

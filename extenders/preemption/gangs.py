@@ -9,6 +9,9 @@ go through these rules:
   kube-scheduler has evicted the ones here (``GangEviction``). Members that recent answers offered as
   victims on other nodes count as leaving for this (kube-scheduler may have picked those nodes). A
   gang with a member of the preemptor's priority or higher cannot go whole, and neither can the node.
+- A gang still assembling is not a victim: a member held at bind may be permitted, its siblings
+  bound, between the answer and kube-scheduler's eviction. The node is dropped; once the gang is
+  bound whole (or its window closes) the next attempt decides.
 - A candidate that breaks no gang is preferred, and the others are dropped. When every candidate
   breaks one, the extender picks the node itself and answers only that one, since kube-scheduler
   cannot see the members elsewhere: the fewest PDB violations, then the lowest highest priority, the
@@ -35,6 +38,7 @@ from extenders.snapshot import Snapshot
 RULE_GANG_NOT_LOWER = "gang-not-lower-priority"
 RULE_GANG_AVOIDABLE = "gang-break-avoidable"
 RULE_GANG_NOT_BEST = "gang-break-not-best"
+RULE_GANG_ASSEMBLING = "gang-assembling"
 
 
 @dataclass(slots=True)
@@ -202,8 +206,14 @@ class GangRules:
             # one node of an answer and evicts after its cycle, so two preemptors each taking one member
             # can break a gang neither breaks alone. Counted as gone here; the evictor counts what went.
             maybe = sum(1 for p in placed if p.uid in offered and p.uid not in taken)
+            if len(placed) < minimum[gang] and any(p.assumed for p in gone):
+                # Held at bind while the gang assembles: it may be permitted, and its other members
+                # bound, before kube-scheduler evicts these (milliseconds apart), leaving it partly bound.
+                why = f"gang {gang} is assembling: members held at bind may be permitted before the victims go"
+                drop(self.preemptor, decision.node, RULE_GANG_ASSEMBLING, why)
+                return None
             if len(placed) < minimum[gang] or len(placed) - len(gone) - maybe >= minimum[gang]:
-                continue  # not placed whole, or still whole enough without them
+                continue  # broken already, or still whole enough without them
             rest = [p for p in placed if p.uid not in taken]
             if any(p.priority >= self.preemptor.priority for p in rest):
                 why = f"gang {gang} would have to go whole, and it has a member of this priority or higher"

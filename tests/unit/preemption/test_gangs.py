@@ -3,6 +3,7 @@ or not at all, and a gang member preempts only when its gang can then complete."
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Any
 
@@ -10,8 +11,15 @@ import pytest
 
 from extenders.gang import gang_of_for
 from extenders.gang.eviction import GangEviction
+from extenders.model import NodeInfo
 from extenders.policy import default_policy
-from extenders.preemption import RULE_GANG_NOT_BEST, RULE_GANG_NOT_LOWER, Preemption, process_preemption
+from extenders.preemption import (
+    RULE_GANG_ASSEMBLING,
+    RULE_GANG_NOT_BEST,
+    RULE_GANG_NOT_LOWER,
+    Preemption,
+    process_preemption,
+)
 from extenders.preemption.inflight import with_leaving
 from extenders.snapshot import Snapshot
 from extenders.sync.convert import pod_info
@@ -81,6 +89,27 @@ def test_a_member_an_earlier_answer_offered_elsewhere_counts_as_maybe_gone() -> 
     (eviction,) = alone.gang_evictions
     assert (eviction.trigger, eviction.minimum) == (("uid-a-2",), 4)
     assert sorted(uid for uid, _ in eviction.members) == ["uid-a-1", "uid-a-3", "uid-a-4", "uid-a-5"]
+
+
+def test_a_member_held_at_bind_while_its_gang_assembles_is_not_a_victim(caplog: pytest.LogCaptureFixture) -> None:
+    # Gang a (min 3): a-1 and a-2 are held at bind on n1 and n2 (reserved, not yet bound), a-3 is on its
+    # way. The gang may be permitted and bound whole before kube-scheduler evicts a-1: n1 is dropped,
+    # and a node with a plain victim is kept.
+    nodes = [node("n1", cpu="8", gpu=1), node("n2", cpu="8", gpu=1), node("n3", cpu="8", gpu=1)]
+    pods = [gang_pod("a-1", "n1", "a", 3), gang_pod("a-2", "n2", "a", 3), pod("plain", "n3", prio=10, gpu=1)]
+    snap = snapshot(nodes, pods)
+    for name in ("n1", "n2"):
+        info = snap.nodes[name]
+        snap.nodes[name] = NodeInfo.build(
+            name, info.node, [dataclasses.replace(p, assumed=True) for p in info.pods.values()]
+        )
+    with caplog.at_level(logging.INFO, logger="extenders.preemption"):
+        result = preempt(PREEMPTOR, {"n1": ["uid-a-1"], "n3": ["uid-plain"]}, snap)
+    assert names(result.nodes) == {"n3": (["plain"], 0)} and result.gang_evictions == []
+    assert f"dropped node n1 (rule {RULE_GANG_ASSEMBLING})" in caplog.text
+    # Bound rather than held, the same two members are a gang already broken: a-1 may go.
+    bound = preempt(PREEMPTOR, {"n1": ["uid-a-1"]}, snapshot(nodes, pods))
+    assert names(bound.nodes) == {"n1": (["a-1"], 0)}
 
 
 def test_with_leaving_marks_only_placed_live_pods_and_leaves_the_snapshot_alone() -> None:
