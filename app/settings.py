@@ -121,6 +121,12 @@ class Settings(BaseSettings):
         description="timeout of each Kubernetes API request (watches excepted): a bind whose Binding request "
         "outlives it answers an Error",
     )
+    preemptor_bind_wait_seconds: Annotated[float, Into(GangConfig, "victim_wait_seconds")] = Field(
+        default=5.0,
+        ge=0,
+        description="a preemptor's bind, refused only for its own preemption's victims, waits this long for the "
+        "watch to show them gone (kube-scheduler binds it once its own informer does)",
+    )
     gang_window_seconds: Annotated[float, Into(GangConfig, "window_seconds")] = Field(
         default=30.0, gt=0, description="gang window from its first arrival at bind"
     )

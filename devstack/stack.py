@@ -130,13 +130,14 @@ class Stack:
 
     def requests(self, verb: str) -> int:
         """How many ``verb`` calls the live replicas answered (from their /metrics)."""
-        return int(self._metric_sum("extender_requests_total", verb))
+        return int(self.metric("extender_requests_total", verb=verb))
 
     def server_seconds(self, verb: str) -> float:
         """Server-side seconds the live replicas spent answering ``verb`` (their latency histogram's sum)."""
-        return self._metric_sum("extender_request_duration_seconds_sum", verb)
+        return self.metric("extender_request_duration_seconds_sum", verb=verb)
 
-    def _metric_sum(self, sample_name: str, verb: str) -> float:
+    def metric(self, sample_name: str, **labels: str) -> float:
+        """A sample summed over the live replicas' /metrics, over the series that carry ``labels``."""
         total = 0.0
         for replica in self.replicas:
             if replica.proc.poll() is not None:
@@ -144,7 +145,7 @@ class Stack:
             text = replica.get("/metrics").text
             for family in text_string_to_metric_families(text):
                 for sample in family.samples:
-                    if sample.name == sample_name and sample.labels.get("verb") == verb:
+                    if sample.name == sample_name and all(sample.labels.get(k) == v for k, v in labels.items()):
                         total += sample.value
         return total
 

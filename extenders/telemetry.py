@@ -37,6 +37,13 @@ class Telemetry:
             "Gangs preempted whole: kube-scheduler evicted members on one node, the watch leader the rest.",
             registry=r,
         )
+        self.preemptor_retries = Counter(
+            "extender_preemptor_retries_total",
+            "A preemptor's retry meeting its own victims still in the snapshot: filter passed a node for it "
+            "(passed), its bind waited and bound (bound) or waited in vain (refused).",
+            ["outcome"],
+            registry=r,
+        )
         self.gang_window = Histogram(
             "extender_gang_window_seconds",
             "From a gang's first held bind call to its decision, by outcome.",

@@ -7,6 +7,8 @@ of two replicas racing for the last unit, exactly one reserves it, the other ans
 and kube-scheduler retries that pod. The reservation (an assumed pod) is visible to every
 replica's next filter at once; the watch confirms it, a refused API binding forgets it, and one that
 got no answer keeps it (the API server may still create it) until the watch confirms it or it expires.
+A preemptor refused only because its own preemption's victims are still in the snapshot waits a
+little for the watch to show them gone: kube-scheduler binds it as soon as its informer does.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import zlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping, Set
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -38,6 +40,11 @@ log = logging.getLogger(__name__)
 
 # Failing verdicts of the predicates for ``pod`` on ``node`` (empty: it fits).
 FitCheck = Callable[[PodInfo, NodeInfo, Snapshot], list[Verdict]]
+# The victims recent preempt answers offered a pod (by its uid), by node.
+VictimsOf = Callable[[str], Awaitable[Mapping[str, frozenset[str]]]]
+# How long a bind refused for its own preemption's victims waits for the snapshot to see them go.
+VICTIM_WAIT_SECONDS = 5.0
+VICTIM_POLL_SECONDS = 0.05
 
 
 def policy_fit(policy: Policy) -> FitCheck:
@@ -105,11 +112,13 @@ class Check:
     generation: int = 0
     error: str = ""
     bound_here: bool = False  # the watch already shows the pod bound to this node
+    unfit: bool = False  # the error is the fit check's
 
 
-def without_pod(info: NodeInfo, uid: str) -> NodeInfo:
-    """A copy of ``info`` without one pod (its own earlier reservation must not count against it)."""
-    return NodeInfo.build(info.name, info.node, [p for p in info.pods.values() if p.uid != uid], info.generation)
+def without(info: NodeInfo, uids: Set[str]) -> NodeInfo:
+    """A copy of ``info`` without the pods ``uids`` (a pod's own earlier reservation must not count
+    against it)."""
+    return NodeInfo.build(info.name, info.node, [p for p in info.pods.values() if p.uid not in uids], info.generation)
 
 
 def _reasons(verdicts: list[Verdict]) -> str:
@@ -129,9 +138,14 @@ class Binder:
         assumed_ttl_seconds: float = 60.0,
         cas_retries: int = 8,
         api_concurrency: int = 8,
+        victims_of: VictimsOf | None = None,
+        victim_wait_seconds: float = VICTIM_WAIT_SECONDS,
     ) -> None:
+        """``victims_of``: the victims of a pod's own recent preemptions (see ``await_own_victims``)."""
         self.runtime = runtime
         self.fit = fit
+        self.victims_of = victims_of
+        self.victim_wait_seconds = victim_wait_seconds
         self.assumed_ttl_seconds = assumed_ttl_seconds
         self.cas_retries = cas_retries
         # A released gang binds all its members at once; a few requests at a time over kept-alive
@@ -198,11 +212,11 @@ class Binder:
         current = info.pods.get(pod.uid)
         if current is not None and not current.assumed:
             return Check(snapshot, info.generation, bound_here=True)
-        target = info if current is None else without_pod(info, pod.uid)
+        target = info if current is None else without(info, {pod.uid})
         failures = self.fit(pod, target, snapshot)
         if failures:
             error = f"pod {pod.key} no longer fits node {node}: {_reasons(failures)}"
-            return Check(snapshot, info.generation, error=error)
+            return Check(snapshot, info.generation, error=error, unfit=True)
         return Check(snapshot, info.generation)
 
     @property
@@ -215,7 +229,40 @@ class Binder:
 
         ``snapshot``: one the caller read during this call, tried first. The CAS refuses it if the
         node changed since, and a refusal of the fit is looked at again on a fresh snapshot, so it
-        only spares a catch-up round trip when it is still current."""
+        only spares a catch-up round trip when it is still current. A refusal owed only to the
+        victims of the pod's own preemption is tried again once they are seen gone."""
+        checked = await self._reserve(pod, node, ttl, snapshot)
+        if checked.unfit and await self.await_own_victims(pod, node, checked.snapshot):
+            checked = await self._reserve(pod, node, ttl, None)
+            self.runtime.telemetry.preemptor_retries.labels("refused" if checked.error else "bound").inc()
+        return checked
+
+    async def await_own_victims(self, pod: PodInfo, node: str, snapshot: Snapshot) -> bool:
+        """Whether victims that the pod's own preemption offered on ``node``, the only pods in its
+        way there in ``snapshot``, were seen gone within ``victim_wait_seconds``. kube-scheduler
+        binds a preemptor once its informer sees them go, which can be before this snapshot does."""
+        info = snapshot.node(node)
+        if self.victims_of is None or self.victim_wait_seconds <= 0 or not pod.uid or info is None:
+            return False
+        try:
+            victims = (await self.victims_of(pod.uid)).get(node, frozenset()) & info.pods.keys()
+        except (RedisError, OSError) as exc:
+            log.debug("could not read the victims of %s's preemption: %s", pod.key, exc)
+            return False
+        if not victims or self.fit(pod, without(info, {*victims, pod.uid}), snapshot):
+            return False
+        log.info("bind of %s waits for its preemption's victims on %s to go: %s", pod.key, node, sorted(victims))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.victim_wait_seconds
+        while loop.time() < deadline:
+            await asyncio.sleep(VICTIM_POLL_SECONDS)
+            current = (await self.runtime.snapshot()).node(node)
+            if current is None or not victims & current.pods.keys():
+                return True
+        self.runtime.telemetry.preemptor_retries.labels("refused").inc()
+        return False
+
+    async def _reserve(self, pod: PodInfo, node: str, ttl: float, snapshot: Snapshot | None) -> Check:
         async with self.node_lock(node):
             for attempt in range(self.attempts):
                 tried = self.check(pod, node, snapshot) if snapshot is not None and attempt == 0 else None

@@ -42,6 +42,8 @@ class BindService:
             assumed_ttl_seconds=config.assumed_ttl_seconds,
             cas_retries=config.cas_retries,
             api_concurrency=config.api_bind_concurrency,
+            victims_of=gangs.evictions.victims_for,
+            victim_wait_seconds=config.victim_wait_seconds,
         )
         self.waiters = Waiters(gangs.store, config)
         nudger = gangs.nudger

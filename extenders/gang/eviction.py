@@ -15,13 +15,17 @@ victim's deletion is seen. The preempt verb therefore marks the victims of an an
 (``mark_preempting``): the next decisions take them as leaving, so a gang two preemptions break
 together is seen broken by the second. The evictor itself counts only what the snapshot says, so a
 mark that turns out wrong (kube-scheduler's own checks refused the node) evicts nothing.
+
+Each answer is also kept for its preemptor (``victims_for``): kube-scheduler retries a preemptor once
+its own informer sees the victims go, which can be before the snapshot does, and the preemptor's filter
+and bind must not refuse it the room its own preemption made.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +50,9 @@ log = logging.getLogger(__name__)
 RECORD_SECONDS = 30.0
 # How long a victim of an answer stays marked as leaving: its deletion shows in the snapshot well before.
 PREEMPTING_SECONDS = 10.0
+# How long a preemptor's answers are kept for it: past its victims' graceful termination (30 s by
+# default), up to kube-scheduler's longest wait before it retries an unschedulable pod (five minutes).
+PREEMPTOR_SECONDS = 300.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +78,7 @@ class EvictionStore:
 
     def __init__(self, redis: aredis.Redis, prefix: str) -> None:
         self.redis = redis
+        self.prefix = prefix
         self.key = f"{prefix}:gangevict"
         self.preempting_key = f"{prefix}:preempting"
         self.offered_key = f"{prefix}:preemptoffered"
@@ -125,10 +133,17 @@ class EvictionStore:
             await self.redis.hdel(self.key, *fields)
 
     async def mark_preempting(
-        self, uids: Sequence[str], offered: Sequence[str] = (), seconds: float = PREEMPTING_SECONDS
+        self,
+        uids: Sequence[str],
+        offered: Sequence[str] = (),
+        seconds: float = PREEMPTING_SECONDS,
+        *,
+        preemptor: str = "",
+        nodes: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         """``uids`` are being evicted by kube-scheduler (maybe not yet seen): leaving, for a while;
-        ``offered``: every victim of the answer, some of which kube-scheduler may evict."""
+        ``offered``: every victim of the answer, some of which kube-scheduler may evict; ``nodes``:
+        the answer itself (node -> victim uids), kept for ``preemptor`` (its uid)."""
         now = int(time.time() * 1000)
         until = now + int(seconds * 1000)
         async with self.redis.pipeline(transaction=True) as pipe:
@@ -136,7 +151,26 @@ class EvictionStore:
                 pipe.zremrangebyscore(key, "-inf", now)
                 if marked:
                     pipe.zadd(key, dict.fromkeys(marked, until))
+            if preemptor and nodes:
+                key = self.preemptor_key(preemptor)
+                pipe.hset(key, mapping={node: orjson.dumps(list(victims)) for node, victims in nodes.items()})
+                pipe.pexpire(key, int(PREEMPTOR_SECONDS * 1000))
             await pipe.execute()
+
+    def preemptor_key(self, uid: str) -> str:
+        return f"{self.prefix}:preemptfor:{uid}"
+
+    async def victims_for(self, preemptor: str) -> dict[str, frozenset[str]]:
+        """The victims recent answers offered the pod with uid ``preemptor``, by node (unreadable
+        entries left out): kube-scheduler may have evicted those of the node it picked."""
+        raw: dict[Any, Any] = await self.redis.hgetall(self.preemptor_key(preemptor))
+        out: dict[str, frozenset[str]] = {}
+        for node, value in raw.items():
+            try:
+                out[node.decode() if isinstance(node, bytes) else str(node)] = _uids(orjson.loads(value))
+            except (orjson.JSONDecodeError, TypeError):
+                continue
+        return out
 
     async def preempting(self) -> tuple[frozenset[str], frozenset[str]]:
         """The uids marked by ``mark_preempting`` whose mark has not ended: (being evicted, offered)."""

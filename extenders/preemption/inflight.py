@@ -1,12 +1,15 @@
 """Victims kube-scheduler is evicting that the snapshot may not show yet (it evicts asynchronously
-since 1.33): a view of the snapshot where they are leaving, for the next preemption decisions."""
+since 1.33, and its informer may see a deletion before the snapshot does): views of the snapshot
+where they are leaving, or gone."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Set
+from collections.abc import Mapping, Set
 
-from extenders.model import NodeInfo
+from extenders import engine
+from extenders.model import NodeInfo, PodInfo
+from extenders.policy import Policy
 from extenders.snapshot import Snapshot
 
 # What a marked pod's deletion timestamp reads as: it only needs to be set (see extenders.pdb.is_leaving).
@@ -26,6 +29,38 @@ def with_leaving(snapshot: Snapshot, uids: Set[str]) -> Snapshot:
         marked = [dataclasses.replace(p, deletion_timestamp=MARKED) if p.uid in hit else p for p in info.pods.values()]
         nodes = nodes if nodes is not None else dict(snapshot.nodes)
         nodes[name] = NodeInfo.build(name, info.node, marked, info.generation)
-    if nodes is None:
-        return snapshot
+    return snapshot if nodes is None else _with_nodes(snapshot, nodes)
+
+
+def without_pods(snapshot: Snapshot, by_node: Mapping[str, Set[str]]) -> Snapshot:
+    """``snapshot`` without the pods ``by_node`` names on each node, as if their deletion were seen."""
+    nodes = dict(snapshot.nodes)
+    for name, uids in by_node.items():
+        info = nodes.get(name)
+        if info is not None and uids & info.pods.keys():
+            kept = [p for p in info.pods.values() if p.uid not in uids]
+            nodes[name] = NodeInfo.build(name, info.node, kept, info.generation)
+    return _with_nodes(snapshot, nodes)
+
+
+def fit_without_own_victims(
+    policy: Policy, pod: PodInfo, snapshot: Snapshot, refused: Set[str], answered: Mapping[str, Set[str]]
+) -> tuple[list[str], Snapshot]:
+    """The ``refused`` nodes ``pod`` fits once the victims its own preempt answers offered there
+    (``answered``, node -> uids) are gone, and the view it fits them in. Only its nominated node
+    counts when it has one: kube-scheduler evicts on that node alone."""
+    nominated = pod.nominated_node_name
+    leaving: dict[str, Set[str]] = {}
+    for name, uids in answered.items():
+        info = snapshot.nodes.get(name)
+        if info is not None and name in refused and nominated in ("", name) and uids & info.pods.keys():
+            leaving[name] = uids
+    if not leaving:
+        return [], snapshot
+    view = without_pods(snapshot, leaving)
+    names = list(leaving)
+    return engine.filter_nodes(policy, pod, engine.without_own_reservation(view, pod, names), names).passing, view
+
+
+def _with_nodes(snapshot: Snapshot, nodes: dict[str, NodeInfo]) -> Snapshot:
     return dataclasses.replace(snapshot, nodes=nodes, sealed=False, summary_seed=snapshot.seed(), node_changes=None)

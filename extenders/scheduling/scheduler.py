@@ -27,7 +27,7 @@ from extenders.logs import log_fields
 from extenders.model import NodeFacts, PodInfo
 from extenders.policy import Policy
 from extenders.preemption import MetaVictims, process_preemption
-from extenders.preemption.inflight import with_leaving
+from extenders.preemption.inflight import fit_without_own_victims, with_leaving
 from extenders.runtime import ClusterRuntime
 from extenders.scheduling.cycle import Cycle, Cycles
 from extenders.scheduling.outcomes import CyclePod, FilterOutcome, NodeScores, SnapshotUnavailable, Unevaluable
@@ -120,6 +120,8 @@ class Scheduler:
             except Exception as exc:  # a bug must fail this pod's cycle, not the HTTP request
                 log.exception("filter failed for %s", pod.key)
                 return FilterOutcome.failure(f"internal error evaluating {pod.key}: {exc!r}")
+            if not result.passing and result.failed:
+                snap = await self._own_victims_gone(pod, snap, result)
             if memo is not None:
                 self.equivalence.count("filter", result.reused, result.computed, result.shared)
                 if self.shared is not None:
@@ -142,6 +144,32 @@ class Scheduler:
                     # Runs once this call has returned and its answer is written (nothing awaits in between).
                     asyncio.get_running_loop().call_soon(self._score_ahead, entry, list(result.passing))
             return FilterOutcome(result.passing, result.failed, result.unresolvable)
+
+    async def _own_victims_gone(self, pod: PodInfo, snap: Snapshot, result: engine.FilterResult) -> Snapshot:
+        """With every candidate refused: those that fit once the victims of the pod's own recent
+        preemption leave are moved to ``result.passing``, and the view they fit in is returned.
+
+        kube-scheduler retries a preemptor as soon as its informer sees the victims go, which can be
+        before this snapshot does; refused, it would preempt a second time. kube-scheduler's own
+        filters and bind's re-validation still see victims that are really there."""
+        try:
+            answered = await self.gangs.evictions.victims_for(pod.uid) if pod.uid else {}
+        except (RedisError, OSError) as exc:
+            log.debug("could not read the victims of %s's preemption: %s", pod.key, exc)
+            return snap
+        try:
+            fits, view = fit_without_own_victims(self.policy, pod, snap, result.failed.keys(), answered)
+        except Exception:  # the refusals stand
+            log.exception("filter without the victims of %s's preemption failed", pod.key)
+            return snap
+        if not fits:
+            return snap
+        for name in fits:
+            del result.failed[name]
+        result.passing = fits
+        self.runtime.telemetry.preemptor_retries.labels("passed").inc()
+        log.info("%s fits %s once its own preemption's victims leave (not yet seen gone)", pod.key, ", ".join(fits))
+        return view
 
     async def _refused(self, pod: PodInfo, snap: Snapshot) -> None:
         """Remember a pod refused on every node, so it is requeued in kube-scheduler if the verdict
@@ -276,7 +304,12 @@ class Scheduler:
             answered = [uid for victims in result.nodes.values() for uid in victims.uids]
             if answered:
                 try:
-                    await self.gangs.evictions.mark_preempting(certain, answered)
+                    await self.gangs.evictions.mark_preempting(
+                        certain,
+                        answered,
+                        preemptor=pod.uid,
+                        nodes={name: victims.uids for name, victims in result.nodes.items()},
+                    )
                 except (RedisError, OSError) as exc:
                     log.warning("preempt %s: its victims were not marked (%s)", pod.key, exc)
             return result.nodes

@@ -28,6 +28,7 @@ TAKEOVER_MARGIN = 1.5
 # How long the victim is frozen before the kill: kube-scheduler's calls routed to it pile up meanwhile
 # (well inside its 5 s extender timeout).
 FROZEN_SECONDS = 1.5
+RETRIES = "extender_preemptor_retries_total"
 
 
 @pytest.fixture(scope="module")
@@ -154,3 +155,47 @@ def test_a_replica_killed_during_a_burst_leaves_every_pod_bound_within_capacity(
     assert failed_calls >= 1, "no extender call failed: the kill struck no call in flight"
     assert "scheduling attempt failed on an error" in survivor.log(), "the survivor requeued no parked pod"
     print(f"killed the leader with {bound_at_kill} of {BURST_PODS} pods bound; {failed_calls} calls failed; all bound")
+
+
+@pytest.mark.every_release
+def test_a_preemptor_retried_while_the_watch_is_frozen_takes_one_victim(cluster: Cluster, stack: Stack) -> None:
+    """The watch leader is frozen before a preemptor comes, and kube-scheduler's calls reach only the
+    other replica: the preemptor's victim goes, kube-scheduler's informer sees it and retries the
+    preemptor, while our snapshot still holds the victim (nothing writes the watch's events). The retry
+    must pass and its bind wait for the watch, not preempt the other pod."""
+    nodes = cluster.nodes(2, cpu="4")
+    cluster.wait_synced()
+    low = [f"low-{i}" for i in range(len(nodes))]
+    for name, node in zip(low, nodes, strict=True):
+        cluster.pod(name, requests=resources(cpu="3"), priorityClassName="e2e-low", nodeName=node)
+    cluster.wait_bound(low)
+    leader = stack.replicas[leader_index(stack)]
+    follower = next(r for r in stack.replicas if r is not leader)
+
+    def holds_low() -> bool:
+        held = {p["name"] for node in nodes for p in follower.get(f"/v1/nodes/{node}", timeout=5).json()["pods"]}
+        return set(low) <= held
+
+    wait_for(holds_low, 30, "the follower's snapshot holds the low pods")
+    passed, waited = (stack.metric(RETRIES, outcome=o) for o in ("passed", "bound"))
+    balancer = stack.balancer
+    assert balancer is not None
+    balancer.pin(follower.port)
+    balancer.drop_clients()
+    try:
+        os.kill(leader.proc.pid, signal.SIGSTOP)
+        try:
+            cluster.pod("urgent", requests=resources(cpu="3"), priorityClassName="e2e-high")
+            wait_for(lambda: len(set(low) & set(cluster.placement())) < len(low), 30, "kube-scheduler took a victim")
+            time.sleep(LEASE_SECONDS / 2)  # kube-scheduler retries the preemptor meanwhile
+        finally:
+            os.kill(leader.proc.pid, signal.SIGCONT)
+        placed = cluster.wait_bound(["urgent"], timeout=60)
+    finally:
+        balancer.pin(None)
+    time.sleep(2)  # a second preemption would have deleted the other pod by now
+    remaining = cluster.placement()
+    assert len(set(low) & set(remaining)) == 1, f"one victim for one preemptor: {remaining}"
+    assert placed["urgent"] in nodes
+    assert stack.metric(RETRIES, outcome="passed") > passed, "the retry never met its victim in our snapshot"
+    assert stack.metric(RETRIES, outcome="bound") > waited, "its bind did not wait for the watch"

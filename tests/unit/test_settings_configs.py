@@ -103,6 +103,7 @@ FED = {
         "poll_interval_seconds",
         "sweep_interval_seconds",
         "assumed_ttl_seconds",
+        "victim_wait_seconds",
     },
     CacheConfig: {"enabled", "max_classes", "max_entries", "ttl_seconds"},
     SharedConfig: {"enabled", "max_classes", "ttl_seconds"},

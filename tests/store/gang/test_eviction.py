@@ -7,7 +7,7 @@ import asyncio
 
 import orjson
 
-from extenders.gang.eviction import GangEviction
+from extenders.gang.eviction import PREEMPTOR_SECONDS, GangEviction
 from extenders.sync.store import Op
 from tests.gang_support import apply, bound_copy, gpu_node, member
 from tests.store.gang.replicas import Factory, kube_of, setup
@@ -97,6 +97,20 @@ async def test_victims_marked_as_preempting_read_back_until_their_mark_ends(repl
     await evictions.mark_preempting([], [])  # prunes the ended marks
     assert await evictions.redis.zcard(evictions.preempting_key) == 1
     assert await evictions.redis.zcard(evictions.offered_key) == 2
+
+
+async def test_each_answer_is_kept_for_its_preemptor_by_node(replicas: Factory) -> None:
+    (r0,) = await replicas(1)
+    evictions = r0.gangs.evictions
+    await evictions.mark_preempting([], ["a", "b"], preemptor="p1", nodes={"n1": ["a"], "n2": ["b"]})
+    await evictions.mark_preempting(["c"], ["c"], preemptor="p1", nodes={"n2": ["c"]})  # a later answer for n2
+    await evictions.mark_preempting(["d"], ["d"], preemptor="p2", nodes={"n1": ["d"]})
+    assert await evictions.victims_for("p1") == {"n1": frozenset({"a"}), "n2": frozenset({"c"})}
+    assert await evictions.victims_for("p2") == {"n1": frozenset({"d"})}
+    assert await evictions.victims_for("p3") == {}
+    assert 0 < await evictions.redis.pttl(evictions.preemptor_key("p1")) <= PREEMPTOR_SECONDS * 1000
+    await evictions.redis.hset(evictions.preemptor_key("p2"), "n9", b"not json")
+    assert await evictions.victims_for("p2") == {"n1": frozenset({"d"})}
 
 
 async def test_a_record_written_per_gang_before_the_upgrade_is_moved_under_its_node(replicas: Factory) -> None:

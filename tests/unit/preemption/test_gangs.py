@@ -20,7 +20,7 @@ from extenders.preemption import (
     Preemption,
     process_preemption,
 )
-from extenders.preemption.inflight import with_leaving
+from extenders.preemption.inflight import with_leaving, without_pods
 from extenders.snapshot import Snapshot
 from extenders.sync.convert import pod_info
 from tests.unit.test_preemption import PREEMPTOR, gang_pod, names, node, pdb, pod, snapshot
@@ -121,6 +121,16 @@ def test_with_leaving_marks_only_placed_live_pods_and_leaves_the_snapshot_alone(
     assert view.nodes["n1"].pods["uid-a-1"].terminating and not snap.nodes["n1"].pods["uid-a-1"].terminating
     assert view.nodes["n2"] is snap.nodes["n2"]
     assert with_leaving(view, {"uid-a-1"}) is view  # already leaving
+
+
+def test_without_pods_drops_only_the_named_pods_on_their_node() -> None:
+    nodes = [node("n1", cpu="8", gpu=1), node("n2", cpu="8", gpu=1)]
+    pods = [gang_pod("a-1", "n1", "a", 2), gang_pod("a-2", "n2", "a", 2), pod("plain", "n1", prio=10, gpu=0)]
+    snap = snapshot(nodes, pods)
+    # a-2 named on the wrong node stays: only what the answer offered there counts.
+    view = without_pods(snap, {"n1": {"uid-a-1"}, "n2": {"uid-a-1"}})
+    assert set(view.nodes["n1"].pods) == {"uid-plain"} and set(snap.nodes["n1"].pods) == {"uid-a-1", "uid-plain"}
+    assert view.nodes["n2"] is snap.nodes["n2"]
 
 
 def test_a_gang_with_a_member_of_the_preemptors_priority_cannot_go_and_neither_can_the_node(

@@ -1,0 +1,134 @@
+"""A preemptor retried before the snapshot sees its victims go, over HTTP against a server process.
+
+kube-scheduler retries a preemptor as soon as its own informer sees the victims deleted; the
+extender's watch can be a few milliseconds behind. Refused then, kube-scheduler would preempt a
+second time. Here the victim is never deleted until the test says so, which is that lag held open.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.fake_kube.client import make_node, make_pod
+from tests.plugins.fake_kube import FakeKube
+from tests.plugins.servers import ServerProcess
+
+pytestmark = pytest.mark.integration
+
+Json = dict[str, Any]
+WAIT_SECONDS = 1.0
+
+
+class Cluster:
+    def __init__(self, kube: FakeKube, server: ServerProcess, pods: dict[str, Json]) -> None:
+        self.kube = kube
+        self.server = server
+        self.pods = pods
+
+    def post(self, verb: str, body: Json, timeout: float = 10.0) -> Json:
+        response = httpx.post(f"{self.server.url}/{verb}", json=body, timeout=timeout)
+        assert response.status_code == 200, response.text
+        answer: Json = response.json()
+        return answer
+
+    def filter(self, name: str, nodes: list[str], nominated: str = "") -> Json:
+        pod = dict(self.pods[name])
+        if nominated:
+            pod["status"] = {**pod["status"], "nominatedNodeName": nominated}
+        return self.post("filter", {"Pod": pod, "NodeNames": nodes})
+
+    def retries(self) -> dict[str, float]:
+        """``extender_preemptor_retries_total`` by outcome."""
+        out: dict[str, float] = {}
+        for family in text_string_to_metric_families(self.server.get("/metrics").text):
+            for sample in family.samples:
+                if sample.name == "extender_preemptor_retries_total":
+                    out[sample.labels["outcome"]] = sample.value
+        return out
+
+    def bind(self, name: str, node: str) -> str:
+        meta = self.pods[name]["metadata"]
+        body = {"PodName": meta["name"], "PodNamespace": meta["namespace"], "PodUID": meta["uid"], "Node": node}
+        return str(self.post("bind", body).get("Error") or "")
+
+
+@pytest.fixture
+def cluster(tmp_path: Path, redis_url: str) -> Iterator[Cluster]:
+    kube = FakeKube(tmp_path, bookmark_interval=0.5)
+    server: ServerProcess | None = None
+    try:
+        for name in ("n1", "n2"):
+            kube.client.create(make_node(name, cpu="4"))
+        pods = {
+            name: kube.client.create(make_pod(name, cpu=cpu, node_name=node, priority=priority))
+            for name, cpu, node, priority in (
+                ("a", "4", "n1", 300),
+                ("b", "4", "n2", 100),
+                ("urgent", "4", None, 1000),
+                ("other", "4", None, 1000),
+            )
+        }
+        env = {
+            "EXTENDER_REDIS_URL": redis_url,
+            "EXTENDER_REDIS_PREFIX": f"retry{uuid.uuid4().hex[:8]}",
+            "EXTENDER_KUBE_MODE": "on",
+            "EXTENDER_KUBE_URL": kube.url,
+            "EXTENDER_KUBE_TOKEN": kube.token,
+            "EXTENDER_PREEMPTOR_BIND_WAIT_SECONDS": str(WAIT_SECONDS),
+        }
+        server = ServerProcess(env, "preemptor-retry")
+        server.wait_healthy()
+        server.wait_ready()
+        yield Cluster(kube, server, pods)
+    finally:
+        if server is not None:
+            server.stop()
+        kube.stop()
+
+
+def test_a_preemptor_retried_before_its_victim_is_seen_gone_passes_and_binds_once_it_is(cluster: Cluster) -> None:
+    uid = {name: pod["metadata"]["uid"] for name, pod in cluster.pods.items()}
+    # Before any preemption, nothing fits the urgent pod: n1 holds a, n2 holds b.
+    assert cluster.filter("urgent", ["n1", "n2"])["NodeNames"] == []
+    victims = {"n1": {"Pods": [{"UID": uid["a"]}]}, "n2": {"Pods": [{"UID": uid["b"]}]}}
+    answer = cluster.post("preempt", {"Pod": cluster.pods["urgent"], "NodeNameToMetaVictims": victims})
+    assert set(answer["NodeNameToMetaVictims"]) == {"n1", "n2"}, answer
+
+    # kube-scheduler picked n2 and its informer saw b go; the extender's snapshot has not (b is never
+    # deleted here). The retry's filter passes n2 for the urgent pod, and for it alone.
+    assert cluster.filter("urgent", ["n2"])["NodeNames"] == ["n2"], cluster.server.log()
+    assert cluster.filter("other", ["n2"])["NodeNames"] == []
+    # Nominated to n1, the pod is not let onto n2 by n2's victims.
+    assert cluster.filter("urgent", ["n2"], nominated="n1")["NodeNames"] == []
+    assert cluster.retries() == {"passed": 1}
+
+    # A bind to a node whose victim stays waits for it, then is refused: nothing is bound on it.
+    started = time.monotonic()
+    error = cluster.bind("urgent", "n1")
+    assert "no longer fits node n1" in error and time.monotonic() - started >= WAIT_SECONDS, error
+    # A pod that preempted nothing is refused at once.
+    started = time.monotonic()
+    assert "no longer fits node n2" in cluster.bind("other", "n2")
+    assert time.monotonic() - started < WAIT_SECONDS
+    assert cluster.retries() == {"passed": 1, "refused": 1}
+
+    # The bind to n2 waits for b to be seen gone, and then binds.
+    result: list[str] = []
+    binding = threading.Thread(target=lambda: result.append(cluster.bind("urgent", "n2")))
+    binding.start()
+    time.sleep(WAIT_SECONDS / 4)
+    assert binding.is_alive()
+    cluster.kube.client.delete("Pod", "b", grace_period=0)
+    binding.join(timeout=10)
+    assert result == [""], cluster.server.log()
+    assert cluster.kube.client.get("Pod", "urgent")["spec"].get("nodeName") == "n2"
+    assert cluster.retries() == {"passed": 1, "refused": 1, "bound": 1}
