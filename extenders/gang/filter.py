@@ -140,12 +140,17 @@ def capacity_shortfall(
     unplaced member is placed. Two necessary conditions follow, so a gang that fits is never turned
     away: the sum of what those members request, and how many of them the nodes can hold one by one
     (members do not split across nodes: five members of 3 CPUs do not fit on four nodes of 4 CPUs).
+    A member kube-scheduler nominated to a node (it preempted there) counts as placed: that node is
+    kept for it, and its own victims may not even show as gone yet.
     """
-    alike = members.pending
+    me = like.uid if like is not None else None
+    nominated = sum(1 for p in members.pending if p.nominated_node_name and p.uid != me)
+    pending = [p for p in members.pending if not p.nominated_node_name or p.uid == me]
+    alike = pending
     if like is not None:
         key = placement_key(like)
-        alike = [p for p in members.pending if placement_key(p) == key]
-    need = minimum - members.placed - (len(members.pending) - len(alike))
+        alike = [p for p in pending if placement_key(p) == key]
+    need = minimum - members.placed - nominated - (len(pending) - len(alike))
     if need <= 0:
         return ""
     wanted = needed_requests(alike, need)

@@ -4,22 +4,18 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
 
-from devstack.controlplane import ControlPlane
 from devstack.kube import resources
 from devstack.stack import Stack
 from tests.e2e.conftest import Cluster, StartStack
-from tests.plugins.e2e_tier import report
 
 pytestmark = pytest.mark.e2e
 
 GPU = "example.com/gpu"
 ZONE = "topology.kubernetes.io/zone"
-RETRIES = "extender_preemptor_retries_total"
 
 
 def test_taints_node_selectors_and_node_affinity(cluster: Cluster) -> None:
@@ -120,26 +116,3 @@ def test_preemption_spares_the_pod_a_disruption_budget_protects(cluster: Cluster
     remaining = cluster.placement()
     assert remaining.get("guarded") == guarded_node
     assert "plain" not in remaining
-
-
-@pytest.mark.every_release
-def test_preemptors_arriving_together_each_take_one_victim(cluster: Cluster, control_plane: ControlPlane) -> None:
-    """kube-scheduler retries a preemptor as soon as its own informer sees the victim go, which can be
-    before our snapshot does: that retry must pass and bind, not preempt a second pod."""
-    nodes = [cluster.node(f"n{i}", cpu="4") for i in range(6)]
-    cluster.wait_synced()
-    low = [f"low-{i}" for i in range(len(nodes))]
-    for name, node in zip(low, nodes, strict=True):
-        cluster.pod(name, requests=resources(cpu="3"), priorityClassName="e2e-low", nodeName=node)
-    cluster.wait_bound(low)
-    urgent = [f"urgent-{i}" for i in range(3)]
-    for name in urgent:
-        cluster.pod(name, requests=resources(cpu="3"), priorityClassName="e2e-high")
-    placed = cluster.wait_bound(urgent, timeout=90)
-    time.sleep(3)  # a second preemption for a retried preemptor would have deleted another pod by now
-    remaining = cluster.placement()
-    preempted = [name for name in low if name not in remaining]
-    assert len(preempted) == len(urgent), f"{preempted} preempted for {len(urgent)} preemptors: {remaining}"
-    assert len({placed[name] for name in urgent}) == len(urgent)
-    retries = {o: cluster.stack.metric(RETRIES, outcome=o) for o in ("passed", "bound", "refused")}
-    report(f"preemptors arriving together on v{control_plane.version}: retries met their victims {retries}")

@@ -166,6 +166,26 @@ def test_capacity_shortfall_counts_against_a_members_nodes_only_the_members_plac
     assert capacity_shortfall("default/job", members, 5, snap, ["d"]) != ""
 
 
+def test_capacity_shortfall_counts_a_member_nominated_elsewhere_as_placed() -> None:
+    """Four members of 2 GPUs: two are nominated to n2 (kube-scheduler preempted there, its victims
+    maybe not gone yet), so the member filtered now needs room for itself and one more, not four."""
+    n1 = NodeInfo.build("n1", node_facts(gpu_node("n1", gpus=4)), [])
+    n2 = NodeInfo.build("n2", node_facts(gpu_node("n2", gpus=4)), [pod_info(member("v", "other", 1, gpus=4))])
+    four = [pod_info(member(f"g-{i}", "g", 4, gpus=2)) for i in range(4)]
+    for nominated in four[2:]:
+        nominated.nominated_node_name = "n2"
+    snap = _snapshot([n1, n2], four)
+    members = GangIndex(snap).members("default/g")
+    assert capacity_shortfall("default/g", members, 4, snap, ["n1"], four[0]) == ""
+    # The member filtered now is nominated itself: it still needs room where it is asked about.
+    four[0].nominated_node_name = "n1"
+    assert capacity_shortfall("default/g", members, 4, snap, ["n1"], four[0]) == ""
+    # Without the nominations, four members need 8 GPUs and n1 has 4.
+    for nominated in four:
+        nominated.nominated_node_name = ""
+    assert "cannot fit" in capacity_shortfall("default/g", GangIndex(snap).members("default/g"), 4, snap, ["n1"], four[0])
+
+
 def test_index_cache_reuses_unchanged_nodes_and_sees_changed_ones() -> None:
     from extenders.gang.membership import GangIndexCache
 
