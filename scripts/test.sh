@@ -5,6 +5,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh --test
-echo "== ruff" && .venv/bin/ruff check app extenders devstack tests bench scripts && .venv/bin/ruff format --check app extenders devstack tests bench scripts
-echo "== mypy" && .venv/bin/mypy app extenders devstack tests bench scripts
-echo "== pytest" && .venv/bin/python -m pytest -q "$@"
+# One command per line: under set -e a failure inside an && list (but its last) would not stop the script.
+echo "== ruff"
+.venv/bin/ruff check app extenders devstack tests bench scripts
+.venv/bin/ruff format --check app extenders devstack tests bench scripts
+echo "== mypy"
+.venv/bin/mypy app extenders devstack tests bench scripts
+echo "== pytest"
+.venv/bin/python -m pytest -q "$@"

@@ -183,7 +183,8 @@ def test_capacity_shortfall_counts_a_member_nominated_elsewhere_as_placed() -> N
     # Without the nominations, four members need 8 GPUs and n1 has 4.
     for nominated in four:
         nominated.nominated_node_name = ""
-    assert "cannot fit" in capacity_shortfall("default/g", GangIndex(snap).members("default/g"), 4, snap, ["n1"], four[0])
+    unnominated = GangIndex(snap).members("default/g")
+    assert "cannot fit" in capacity_shortfall("default/g", unnominated, 4, snap, ["n1"], four[0])
 
 
 def test_index_cache_reuses_unchanged_nodes_and_sees_changed_ones() -> None:
