@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import zlib
-from collections.abc import Awaitable, Callable, Mapping, Set
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -115,12 +115,6 @@ class Check:
     unfit: bool = False  # the error is the fit check's
 
 
-def without(info: NodeInfo, uids: Set[str]) -> NodeInfo:
-    """A copy of ``info`` without the pods ``uids`` (a pod's own earlier reservation must not count
-    against it)."""
-    return NodeInfo.build(info.name, info.node, [p for p in info.pods.values() if p.uid not in uids], info.generation)
-
-
 def _reasons(verdicts: list[Verdict]) -> str:
     return engine.combine(verdicts).reason if verdicts else ""
 
@@ -212,7 +206,7 @@ class Binder:
         current = info.pods.get(pod.uid)
         if current is not None and not current.assumed:
             return Check(snapshot, info.generation, bound_here=True)
-        target = info if current is None else without(info, {pod.uid})
+        target = info if current is None else engine.without_pods(info, {pod.uid})
         failures = self.fit(pod, target, snapshot)
         if failures:
             error = f"pod {pod.key} no longer fits node {node}: {_reasons(failures)}"
@@ -249,7 +243,7 @@ class Binder:
         except (RedisError, OSError) as exc:
             log.debug("could not read the victims of %s's preemption: %s", pod.key, exc)
             return False
-        if not victims or self.fit(pod, without(info, {*victims, pod.uid}), snapshot):
+        if not victims or self.fit(pod, engine.without_pods(info, {*victims, pod.uid}), snapshot):
             return False
         log.info("bind of %s waits for its preemption's victims on %s to go: %s", pod.key, node, sorted(victims))
         loop = asyncio.get_running_loop()

@@ -5,7 +5,7 @@ Pure functions, no I/O; the names callers use are re-exported here.
 
 from extenders.engine.explanation import explain
 from extenders.engine.filtering import filter_nodes, filter_prepared, fits
-from extenders.engine.nominated import nominated_to_add, with_pods, without_own_reservation
+from extenders.engine.nominated import nominated_to_add, with_pods, without_own_reservation, without_pods
 from extenders.engine.prepared import PreparedPod, prepare_pod
 from extenders.engine.results import NODE_NOT_FOUND, FilterResult, combine
 from extenders.engine.score_cache import ScoreCounts
@@ -27,4 +27,5 @@ __all__ = [
     "prioritize_scores",
     "with_pods",
     "without_own_reservation",
+    "without_pods",
 ]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Set
 
 from extenders.engine.prepared import PreparedPod
 from extenders.engine.results import FilterResult
@@ -46,6 +46,11 @@ def with_pods(node: NodeInfo, pods: Iterable[PodInfo]) -> NodeInfo:
     return NodeInfo.build(node.name, node.node, [*node.pods.values(), *pods], node.generation)
 
 
+def without_pods(node: NodeInfo, uids: Set[str]) -> NodeInfo:
+    """A copy of ``node`` without the pods ``uids`` (``node`` is shared with the snapshot: never changed)."""
+    return NodeInfo.build(node.name, node.node, [p for p in node.pods.values() if p.uid not in uids], node.generation)
+
+
 def without_own_reservation(snapshot: Snapshot, pod: PodInfo, node_names: Collection[str]) -> Snapshot:
     """``snapshot`` as kube-scheduler sees it when it schedules ``pod`` again: without the pod's own
     reservation on one of the candidates. A reservation outlives a bind whose replica died, or whose
@@ -57,7 +62,7 @@ def without_own_reservation(snapshot: Snapshot, pod: PodInfo, node_names: Collec
         return snapshot
     info = snapshot.nodes[name]
     nodes = dict(snapshot.nodes)
-    nodes[name] = NodeInfo.build(name, info.node, [p for p in info.pods.values() if p.uid != uid], info.generation)
+    nodes[name] = without_pods(info, {uid})
     return dataclasses.replace(snapshot, nodes=nodes, sealed=False, summary_seed=snapshot.seed(), node_changes=None)
 
 

@@ -38,8 +38,7 @@ def without_pods(snapshot: Snapshot, by_node: Mapping[str, Set[str]]) -> Snapsho
     for name, uids in by_node.items():
         info = nodes.get(name)
         if info is not None and uids & info.pods.keys():
-            kept = [p for p in info.pods.values() if p.uid not in uids]
-            nodes[name] = NodeInfo.build(name, info.node, kept, info.generation)
+            nodes[name] = engine.without_pods(info, uids)
     return _with_nodes(snapshot, nodes)
 
 
