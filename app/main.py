@@ -82,6 +82,7 @@ def create_app(settings: Settings | None = None, *, redis_embedded: bool = False
             state.equivalence,
             state.shared,
             prioritize_ahead=settings.prioritize_ahead,
+            snapshot_max_age=settings.filter_snapshot_max_age_ms / 1000,
             shape_ahead=translate.host_priorities,
         )
         await state.runtime.start()

@@ -17,6 +17,7 @@ from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from redis.asyncio.connection import parse_url
 
+from app.redaction import redacted_url
 from extenders.equivalence import CacheConfig
 from extenders.equivalence.shared import SharedConfig
 from extenders.features import parse_version
@@ -173,6 +174,14 @@ class Settings(BaseSettings):
         description="share computed verdicts and raw scores through Redis, for replicas meeting a class "
         "they hold nothing of (same cap and TTL there); off: measured slower than computing them",
     )
+    filter_snapshot_max_age_ms: float = Field(
+        default=50.0,
+        ge=0,
+        le=1000,
+        description="a filter answers on this replica's last read of the snapshot when that read began at most "
+        "this long ago, instead of reading Redis after the call arrived (bind re-validates in Redis; gang "
+        "members and pods refused on every node are decided on a read of their own); 0: every filter reads",
+    )
     prioritize_ahead: bool = Field(
         default=True,
         description="score a pod's passing nodes as soon as its filter has answered, while kube-scheduler runs "
@@ -304,26 +313,6 @@ def destinations(cls: type) -> list[tuple[str, Into]]:
         for mark in info.metadata
         if isinstance(mark, Into) and mark.config is cls
     ]
-
-
-_SECRET_FIELDS = ("password=", "ssl_password=")
-
-
-def redacted_url(url: str | None) -> str | None:
-    """``url`` with its password (in the user part, or ``password=``/``ssl_password=`` in the query)
-    replaced by ``***``."""
-    if not url:
-        return url
-    parts = urlsplit(url)
-    head, sep, query = url.partition("?")
-    if parts.password is not None:
-        userinfo, _, host = parts.netloc.rpartition("@")
-        head = head.replace(parts.netloc, f"{userinfo.partition(':')[0]}:***@{host}", 1)
-    fields = [
-        f"{field.partition('=')[0]}=***" if field.lower().startswith(_SECRET_FIELDS) else field
-        for field in query.split("&")
-    ]
-    return head + sep + "&".join(fields)
 
 
 # Settings whose values never appear in an error message.

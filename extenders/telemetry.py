@@ -78,6 +78,14 @@ class Telemetry:
             "Prioritize calls answered on the snapshot their pod's filter read here in the same cycle (no catch-up).",
             registry=r,
         )
+        self.filter_snapshots = Counter(
+            "extender_filter_snapshots_total",
+            "Filters answered on this replica's last read of the snapshot, recent enough (held); decided on "
+            "it, refused everywhere, and so decided again on a read made after the call arrived (held_refused); "
+            "read after the call arrived (read).",
+            ["source"],
+            registry=r,
+        )
         self.prioritize_ahead = Counter(
             "extender_prioritize_ahead_total",
             "Scores computed right after a filter answered, for its pod's prioritize call (computed), and "

@@ -9,8 +9,8 @@ from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from redis.exceptions import RedisError
 
+from app.redaction import redacted_url
 from app.responses import JSONAnswer
-from app.settings import redacted_url
 from app.state import AppState, get_state
 
 router = APIRouter(tags=["operations"])

@@ -21,7 +21,7 @@ from redis.exceptions import RedisError
 from extenders import engine
 from extenders.equivalence import ClassMemo, EquivalenceCache
 from extenders.equivalence.shared import SharedTier
-from extenders.gang import BindService, GangService
+from extenders.gang import BindService, GangService, gang_ref
 from extenders.kube.requeue import REFUSAL_WINDOW_SECONDS, REQUEUE_INTERVAL_SECONDS, Requeuer
 from extenders.logs import log_fields
 from extenders.model import NodeFacts, PodInfo
@@ -49,12 +49,16 @@ class Scheduler:
         shared: SharedTier | None = None,
         prioritize_ahead: bool = True,
         shape_ahead: Callable[[NodeScores], Any] | None = None,
+        snapshot_max_age: float = 0.0,
     ) -> None:
         """``shared``: the equivalence cache's tier in Redis (None: this replica's memory only);
         ``prioritize_ahead``: score the passing nodes once a filter has answered (see ``Cycle``);
-        ``shape_ahead``: what the web layer makes of scores computed ahead, kept as their ``answer``."""
+        ``shape_ahead``: what the web layer makes of scores computed ahead, kept as their ``answer``;
+        ``snapshot_max_age``: seconds a filter may answer on this replica's last read (0: every filter
+        reads Redis after it arrived; see ``_held_snapshot``)."""
         self.runtime = runtime
         self.prioritize_ahead = prioritize_ahead
+        self.snapshot_max_age = snapshot_max_age
         self.shape_ahead = shape_ahead
         self.policy = policy
         self.equivalence = equivalence or EquivalenceCache()
@@ -103,47 +107,97 @@ class Scheduler:
         """The candidates ``names`` that fit ``pod``; ``nodes``: the candidates as whole objects, when
         the request carried them (their snapshot is then not the one prioritize-ahead may score)."""
         with log_fields(verb="filter", pod=pod.key):
-            try:
-                snap = await self.snapshot(nodes or ())
-                if await self.gangs.release_orphan(pod, snap):
-                    snap = await self.snapshot()
-            except SnapshotUnavailable as exc:
-                return FilterOutcome.failure(str(exc))
-            except (RedisError, OSError) as exc:
-                return FilterOutcome.failure(f"gang state unavailable (Redis: {exc})")
-            memo = self.equivalence.memo(pod, "filter", features=snap.features)
-            if memo is not None and self.shared is not None:
-                await self.shared.prepare(memo, "filter", names)
-            try:
-                view = engine.without_own_reservation(snap, pod, names)
-                result = engine.filter_nodes(self.policy, pod, view, names, memo)
-            except Exception as exc:  # a bug must fail this pod's cycle, not the HTTP request
-                log.exception("filter failed for %s", pod.key)
-                return FilterOutcome.failure(f"internal error evaluating {pod.key}: {exc!r}")
-            if not result.passing and result.failed:
-                snap = await self._own_victims_gone(pod, snap, result)
-            if memo is not None:
-                self.equivalence.count("filter", result.reused, result.computed, result.shared)
-                if self.shared is not None:
-                    self.shared.collect(memo)
-            if result.passing:
+            held = self._held_snapshot(pod, nodes)
+            evaluated = await self._evaluate(pod, held, names) if held is not None else None
+            if held is not None and isinstance(evaluated, tuple) and evaluated[1].passing:
+                snap = held
+                self.runtime.telemetry.filter_snapshots.labels("held").inc()
+                asyncio.get_running_loop().call_soon(self.runtime.cache.refresh_soon)
+            elif isinstance(evaluated, FilterOutcome):
+                return evaluated
+            else:
+                # Refused everywhere on the held read, the pod would be parked: that is decided on a read
+                # made after the call arrived, as is every filter when no read is recent enough.
+                self.runtime.telemetry.filter_snapshots.labels("read" if evaluated is None else "held_refused").inc()
                 try:
-                    verdict = await self.gangs.filter(pod, snap, result.passing)
+                    snap = await self.snapshot(nodes or ())
+                    if await self.gangs.release_orphan(pod, snap):
+                        snap = await self.snapshot()
+                except SnapshotUnavailable as exc:
+                    return FilterOutcome.failure(str(exc))
                 except (RedisError, OSError) as exc:
                     return FilterOutcome.failure(f"gang state unavailable (Redis: {exc})")
-                if verdict is not None and not verdict.fit:
-                    (result.unresolvable if verdict.unresolvable else result.failed).update(
-                        verdict.failed_nodes(result.passing)
-                    )
-                    result.passing = []
-            elif names:
-                await self._refused(pod, snap)
-            if result.passing:
-                entry = self._cycles.remember(pod, resource_version, snap, memo.key if memo is not None else None)
-                if self.prioritize_ahead and nodes is None and len(result.passing) > 1:
-                    # Runs once this call has returned and its answer is written (nothing awaits in between).
-                    asyncio.get_running_loop().call_soon(self._score_ahead, entry, list(result.passing))
-            return FilterOutcome(result.passing, result.failed, result.unresolvable)
+                evaluated = await self._evaluate(pod, snap, names)
+                if isinstance(evaluated, FilterOutcome):
+                    return evaluated
+            memo, result = evaluated
+            return await self._conclude(pod, resource_version, names, nodes, snap, memo, result)
+
+    def _held_snapshot(self, pod: PodInfo, nodes: Sequence[NodeFacts] | None) -> Snapshot | None:
+        """The snapshot this replica read at most ``snapshot_max_age`` ago, when ``pod`` may be filtered on it.
+
+        kube-scheduler filters on an informer cache a few milliseconds old, and bind re-validates every
+        placement atomically in Redis, so a filter need not wait for a read of its own while this
+        replica's last one is that recent (under load it is: each such filter starts the next read once it
+        has answered). Gang members, and requests that carry node objects, always read after arriving.
+        """
+        if nodes or self.snapshot_max_age <= 0:
+            return None
+        snap = self.runtime.cache.held(self.snapshot_max_age)
+        if snap is None:
+            return None
+        ref = gang_ref(pod, snap.podgroups, self.gangs.config)
+        return None if ref is not None and ref.is_gang else snap
+
+    async def _evaluate(
+        self, pod: PodInfo, snap: Snapshot, names: list[str]
+    ) -> tuple[ClassMemo | None, engine.FilterResult] | FilterOutcome:
+        """The engine's verdicts on ``snap`` (through the pod's equivalence class), or the failure to answer."""
+        memo = self.equivalence.memo(pod, "filter", features=snap.features)
+        if memo is not None and self.shared is not None:
+            await self.shared.prepare(memo, "filter", names)
+        try:
+            view = engine.without_own_reservation(snap, pod, names)
+            return memo, engine.filter_nodes(self.policy, pod, view, names, memo)
+        except Exception as exc:  # a bug must fail this pod's cycle, not the HTTP request
+            log.exception("filter failed for %s", pod.key)
+            return FilterOutcome.failure(f"internal error evaluating {pod.key}: {exc!r}")
+
+    async def _conclude(
+        self,
+        pod: PodInfo,
+        resource_version: str,
+        names: list[str],
+        nodes: Sequence[NodeFacts] | None,
+        snap: Snapshot,
+        memo: ClassMemo | None,
+        result: engine.FilterResult,
+    ) -> FilterOutcome:
+        """The engine's verdicts through the preemptor's own victims, the gang rules and the refusal record."""
+        if not result.passing and result.failed:
+            snap = await self._own_victims_gone(pod, snap, result)
+        if memo is not None:
+            self.equivalence.count("filter", result.reused, result.computed, result.shared)
+            if self.shared is not None:
+                self.shared.collect(memo)
+        if result.passing:
+            try:
+                verdict = await self.gangs.filter(pod, snap, result.passing)
+            except (RedisError, OSError) as exc:
+                return FilterOutcome.failure(f"gang state unavailable (Redis: {exc})")
+            if verdict is not None and not verdict.fit:
+                (result.unresolvable if verdict.unresolvable else result.failed).update(
+                    verdict.failed_nodes(result.passing)
+                )
+                result.passing = []
+        elif names:
+            await self._refused(pod, snap)
+        if result.passing:
+            entry = self._cycles.remember(pod, resource_version, snap, memo.key if memo is not None else None)
+            if self.prioritize_ahead and nodes is None and len(result.passing) > 1:
+                # Runs once this call has returned and its answer is written (nothing awaits in between).
+                asyncio.get_running_loop().call_soon(self._score_ahead, entry, list(result.passing))
+        return FilterOutcome(result.passing, result.failed, result.unresolvable)
 
     async def _own_victims_gone(self, pod: PodInfo, snap: Snapshot, result: engine.FilterResult) -> Snapshot:
         """With every candidate refused: those that fit once the victims of the pod's own recent

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -81,6 +82,7 @@ class SnapshotCache:
         self._loaded = False
         self._running: asyncio.Future[Snapshot] | None = None  # begun: may have read Redis already
         self._next: asyncio.Future[Snapshot] | None = None  # not begun: whoever arrives now may share it
+        self._read_at = -math.inf  # time.monotonic() when the read behind ``_snapshot`` began
         self._digests: dict[str, dict[str, bytes]] = {}  # node -> pod uid -> digest of its stored record
 
     @property
@@ -92,6 +94,12 @@ class SnapshotCache:
     def current(self) -> Snapshot:
         """The last snapshot, without asking Redis (may be stale)."""
         return self._snapshot
+
+    def held(self, max_age: float) -> Snapshot | None:
+        """The last snapshot when the Redis read behind it began at most ``max_age`` seconds ago, else None."""
+        if self._loaded and time.monotonic() - self._read_at <= max_age:
+            return self._snapshot
+        return None
 
     def follow(self, features: Features) -> None:
         """Hand out snapshots that carry ``features`` (the cluster's release) from now on."""
@@ -107,12 +115,20 @@ class SnapshotCache:
         effect of (a bind answered by another replica), so such a caller waits for the next refresh,
         which every caller arriving meanwhile shares. Refreshes never overlap, so deltas apply in order.
         """
+        return await asyncio.shield(self._queued())
+
+    def refresh_soon(self) -> None:
+        """Start a refresh nobody waits for (unless one is queued already), so that a call arriving soon
+        finds a recent snapshot in ``held``; its errors are the next caller's to meet."""
+        self._queued()
+
+    def _queued(self) -> asyncio.Future[Snapshot]:
         queued = self._next
         if queued is None:
             queued = asyncio.ensure_future(self._after(self._running))
             self._next = queued
             queued.add_done_callback(self._done)
-        return await asyncio.shield(queued)
+        return queued
 
     async def _after(self, running: asyncio.Future[Snapshot] | None) -> Snapshot:
         if running is not None:
@@ -138,14 +154,17 @@ class SnapshotCache:
         if not self._loaded:
             return await self._full_load()
         started = time.perf_counter()
+        read_at = time.monotonic()
         delta = await self.store.catch_up(self._snapshot.generation, self.max_delta_items)
         if delta.reload:
             return await self._full_load()
         if not delta.changed:
+            self._read_at = read_at
             self.stats.unchanged += 1
             return self._snapshot
         self.stats.deltas += 1
         self._snapshot = self._apply(self._snapshot, delta)
+        self._read_at = read_at
         self.telemetry.snapshot_refresh.labels("incremental").observe(time.perf_counter() - started)
         return self._snapshot
 
@@ -236,12 +255,14 @@ class SnapshotCache:
                 features=self._features,
                 sealed=True,
             )
+            read_at = time.monotonic()
             delta = await store.catch_up(gen0, max(self.max_delta_items, len(names) + 1000))
             if delta.reload:
                 log.info("snapshot changed too much during a full load; loading again")
                 continue
             snap = self._apply(base, delta) if delta.changed else base
             self._snapshot = snap
+            self._read_at = read_at
             self._loaded = True
             self.stats.full_loads += 1
             self.stats.last_full_load_seconds = time.perf_counter() - started

@@ -115,7 +115,7 @@ def test_readyz_never_shows_the_redis_password(start_server: StartServer, redis_
 
 
 def test_the_redis_url_is_redacted_wherever_the_password_is() -> None:
-    from app.settings import redacted_url
+    from app.redaction import redacted_url
 
     assert redacted_url("redis://127.0.0.1:6379/0") == "redis://127.0.0.1:6379/0"
     assert redacted_url("rediss://user:p%40ss@redis.example:6380/1") == "rediss://user:***@redis.example:6380/1"

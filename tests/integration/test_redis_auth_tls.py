@@ -295,7 +295,7 @@ def test_readme_documents_the_redis_url_forms() -> None:
 
 
 def test_the_key_password_in_the_query_is_masked_too() -> None:
-    from app.settings import redacted_url
+    from app.redaction import redacted_url
 
     url = "rediss://u:pw@h:6380/0?ssl_keyfile=/k.pem&ssl_password=kpw&ssl_ca_certs=/ca.pem"
     assert redacted_url(url) == "rediss://u:***@h:6380/0?ssl_keyfile=/k.pem&ssl_password=***&ssl_ca_certs=/ca.pem"

@@ -369,3 +369,44 @@ async def test_the_nominated_index_is_patched_forward_by_catch_up(store: Store, 
     await store.apply(epoch, [Op.pod(dataclasses.replace(nominated, node_name="n3"))])  # bound: no longer nominated
     third = await cache.refresh()
     assert third.nominated() == {} and third.nominated() == (await fresh(store)).nominated()
+
+
+async def test_held_hands_out_only_a_recent_read_and_refresh_soon_reads_again(store: Store, epoch: int) -> None:
+    await seed(store, epoch)
+    cache = SnapshotCache(store)
+    assert cache.held(60) is None  # nothing read yet
+    first = await cache.refresh()
+    assert cache.held(60) is first
+    await asyncio.sleep(0.05)
+    assert cache.held(0.02) is None  # read more than 20 ms ago
+    await store.apply(epoch, [Op.pod(pod("soon", "n3", cpu=700))])
+    assert cache.held(60) is first  # held reads nothing
+    cache.refresh_soon()
+    cache.refresh_soon()  # one read queued already: no second
+    for _ in range(100):
+        if cache.current is not first:
+            break
+        await asyncio.sleep(0.01)
+    later = cache.held(0.5)
+    assert later is not None and later is not first and "soon" in later.nodes["n3"].pods
+    assert cache.stats.refreshes == 2
+
+
+async def test_refresh_soon_leaves_a_failed_read_to_the_next_caller(
+    store: Store, epoch: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await seed(store, epoch)
+    cache = SnapshotCache(store)
+    first = await cache.refresh()
+
+    async def broken(*_: object) -> CatchUp:
+        raise ConnectionError("Redis went away")
+
+    monkeypatch.setattr(store, "catch_up", broken)
+    cache.refresh_soon()
+    await asyncio.sleep(0.05)
+    assert cache.current is first  # nothing applied, nothing raised here
+    with pytest.raises(ConnectionError):
+        await cache.refresh()
+    monkeypatch.undo()
+    assert (await cache.refresh()).generation == first.generation
