@@ -71,6 +71,14 @@ class GangEviction:
     def field(self) -> str:
         return f"{self.gang}|{self.node}"
 
+    def left(self, snapshot: Snapshot) -> list[PodRef] | None:
+        """The members still to evict once kube-scheduler has taken the trigger (``snapshot`` shows one
+        of them gone or leaving) and fewer than the minimum are left; None while the gang may survive."""
+        left = [m for m in self.members if not _gone(snapshot, m[0])]
+        if not any(_gone(snapshot, uid) for uid in self.trigger) or len(left) >= self.minimum:
+            return None
+        return left
+
 
 class EvictionStore:
     """The recorded gang evictions in Redis: one hash, ``gang|node`` -> record with its deadline (epoch
@@ -127,6 +135,13 @@ class EvictionStore:
                 log.warning("dropping an unreadable gang eviction record %s", name)
                 await self.redis.hdel(self.key, name)
         return out
+
+    async def going_whole(self, gang: str, snapshot: Snapshot) -> GangEviction | None:
+        """A record by which ``gang`` goes whole as ``snapshot`` stands (its trigger taken), if any."""
+        for eviction, _until in await self.pending():
+            if eviction.gang == gang and eviction.left(snapshot) is not None:
+                return eviction
+        return None
 
     async def done(self, *fields: str) -> None:
         if fields:
@@ -193,8 +208,12 @@ class GangEvictor:
         events: EventRecorder,
         telemetry: Telemetry,
         interval: float = 0.5,
+        placed: Callable[[Snapshot, str], Sequence[PodRef]] | None = None,
     ) -> None:
+        """``placed``: the gang's members placed (bound or held at bind) in a snapshot: those placed
+        after the preemption was decided go with the gang as well."""
         self.store = store
+        self.placed = placed
         self.kube = kube
         self.snapshot = snapshot
         self.events = events
@@ -219,8 +238,8 @@ class GangEvictor:
         for eviction, until in records:
             if eviction.gang in evicted:
                 continue
-            left = [m for m in eviction.members if not _gone(snapshot, m[0])]
-            if not any(_gone(snapshot, uid) for uid in eviction.trigger) or len(left) >= eviction.minimum:
+            left = eviction.left(snapshot)
+            if left is None:
                 if now > until:
                     log.info(
                         "gang %s: kube-scheduler did not take it below its minimum on node %s; nothing more evicted",
@@ -229,6 +248,10 @@ class GangEvictor:
                     )
                     await self.store.done(eviction.field)
                 continue
+            if self.placed is not None:  # members placed since the preemption was decided go as well
+                known = {uid for uid, _ in left} | set(eviction.trigger)
+                since = self.placed(snapshot, eviction.gang)
+                left += [m for m in since if m[0] not in known and not _gone(snapshot, m[0])]
             await self._evict(eviction, left, snapshot)
             await self.store.done(*fields[eviction.gang])
             evicted.append(eviction.gang)

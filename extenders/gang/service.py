@@ -34,7 +34,7 @@ from extenders.gang.reconcile import GangReconciler
 from extenders.gang.state import FilterState, FilterStatus, GangStore, Seen
 from extenders.gang.status import STATES, gang_document
 from extenders.kube.events import ObjectRef
-from extenders.kube.requeue import Requeuer
+from extenders.kube.requeue import PodRef, Requeuer
 from extenders.logs import FailureLog
 from extenders.model import PodInfo
 from extenders.snapshot import Snapshot
@@ -74,7 +74,7 @@ class GangService:
         self.reconciler = GangReconciler(self.store, runtime.snapshot, self.index, self.config.sweep_interval_seconds)
         self.evictions = EvictionStore(redis, runtime.store.prefix)
         self.evictor = (
-            GangEvictor(self.evictions, kube, runtime.snapshot, runtime.events, runtime.telemetry)
+            GangEvictor(self.evictions, kube, runtime.snapshot, runtime.events, runtime.telemetry, placed=self._placed)
             if kube is not None
             else None
         )
@@ -147,6 +147,19 @@ class GangService:
             members = GangMembers(ref.key, [*members.pending, pod], members.held, members.bound)
             seen = (snapshot.generation, False)
         minimum, me = ref.min_member, (pod.uid, pod.key)
+        try:
+            going = await self.evictions.going_whole(ref.key, snapshot)
+        except (RedisError, OSError) as exc:
+            return GangVerdict(ref.key, False, f"gang {ref.key}: gang state unavailable (Redis: {exc})")
+        if going is not None:
+            # Placed now, the member would be all that is left of its gang once the evictor has run.
+            return GangVerdict(
+                ref.key,
+                False,
+                f"gang {ref.key} is being preempted whole for {going.preemptor}: its members are not placed",
+                unresolvable=True,
+                event=reasons.GANG_WAITING,
+            )
         if minimum is None:
             # Parked, so that the minimum's arrival (its PodGroup created) requeues it.
             with contextlib.suppress(RedisError, OSError):
@@ -275,6 +288,10 @@ class GangService:
 
     def _members(self, snapshot: Snapshot, gang: str) -> GangMembers:
         return self.index.get(snapshot).members(gang)
+
+    def _placed(self, snapshot: Snapshot, gang: str) -> list[PodRef]:
+        members = self._members(snapshot, gang)
+        return [(p.uid, p.key) for p in (*members.bound, *members.held)]
 
     async def gang_states(self, gangs: list[str]) -> dict[str, str]:
         """Each gang's state as ``GET /v1/gangs`` reports it (waiting, assembling, permitted, ...)."""

@@ -8,6 +8,7 @@ import asyncio
 import orjson
 
 from extenders.gang.eviction import PREEMPTOR_SECONDS, GangEviction
+from extenders.sync.convert import pod_info
 from extenders.sync.store import Op
 from tests.gang_support import apply, bound_copy, gpu_node, member
 from tests.store.gang.replicas import Factory, kube_of, setup
@@ -83,6 +84,38 @@ async def test_records_of_one_gang_on_two_nodes_both_stand_and_the_first_trigger
     assert await gangs.evictor.evict_due() == ["default/a"]
     assert sorted(kube.preempted) == ["default/a-2", "default/a-3"]
     assert await gangs.evictions.pending() == []
+
+
+async def test_a_gang_taken_whole_places_no_more_members_and_those_placed_since_go_with_it(
+    replicas: Factory,
+) -> None:
+    # Gang a (min 2 of 3): a-1 and a-2 bound, a-0 pending. A preemptor takes a-2 on n2, which leaves a
+    # below its minimum: a-1 is recorded to follow. Once kube-scheduler has taken a-2, a-0 must not be
+    # placed (it would be all that is left of a); if it was placed before that, it goes with a-1.
+    (r0,) = await replicas(1)
+    kube = kube_of(replicas)
+    pods = [member(f"a-{i}", "a", 2, uid=f"a-{i}") for i in range(3)]
+    await setup([r0], kube, [gpu_node(f"n{i}") for i in range(4)], [])
+    for pod in pods:
+        kube.add(pod)
+    store = r0.runtime.store
+    await apply(
+        store, [Op.pod(pod_info(pods[0])), Op.pod(bound_copy(pods[1], "n1")), Op.pod(bound_copy(pods[2], "n2"))]
+    )
+    gangs = r0.gangs
+    assert gangs.evictor is not None
+    await gangs.evictions.record([eviction("a-2", "a-1", node="n2", minimum=2)])
+    pending = pod_info(pods[0])
+    before = await gangs.filter(pending, await r0.runtime.snapshot(), ["n3"])
+    assert before is None or "preempted whole" not in before.reason  # kube-scheduler may pick another node
+    await apply(store, [Op.delete_pod("a-2")])
+    after = await gangs.filter(pending, await r0.runtime.snapshot(), ["n3"])
+    assert after is not None and not after.fit and after.unresolvable
+    assert "default/a is being preempted whole for default/high" in after.reason
+    # Placed all the same (its filter came first): the evictor takes it with the rest.
+    await apply(store, [Op.pod(bound_copy(pods[0], "n3"))])
+    assert await gangs.evictor.evict_due() == ["default/a"]
+    assert sorted(kube.preempted) == ["default/a-0", "default/a-1"]
 
 
 async def test_victims_marked_as_preempting_read_back_until_their_mark_ends(replicas: Factory) -> None:
