@@ -83,6 +83,12 @@ class BindService:
         if ref is not None and ref.is_gang:
             assert resolved.pod is not None
             with log_fields(gang=ref.key):
+                try:
+                    going = await self.gangs.evictions.going_whole(ref.key, snapshot)
+                except (RedisError, OSError) as exc:
+                    return f"cannot bind {target.key}: gang state unavailable (Redis: {exc})"
+                if going is not None:  # its filter passed before kube-scheduler took the trigger
+                    return f"gang {ref.key} is being preempted whole for {going.preemptor}: {target.key} is not bound"
                 return await self.permit.bind(target, resolved.pod, ref, gone)  # notes its own Events
         error = await self.binder.bind(target, resolved, snapshot)
         if error:

@@ -11,7 +11,7 @@ from extenders.gang.eviction import PREEMPTOR_SECONDS, GangEviction
 from extenders.sync.convert import pod_info
 from extenders.sync.store import Op
 from tests.gang_support import apply, bound_copy, gpu_node, member
-from tests.store.gang.replicas import Factory, kube_of, setup
+from tests.store.gang.replicas import Factory, kube_of, setup, target
 
 
 def eviction(until_trigger: str, *members: str, node: str = "n1", minimum: int = 3) -> GangEviction:
@@ -112,6 +112,10 @@ async def test_a_gang_taken_whole_places_no_more_members_and_those_placed_since_
     after = await gangs.filter(pending, await r0.runtime.snapshot(), ["n3"])
     assert after is not None and not after.fit and after.unresolvable
     assert "default/a is being preempted whole for default/high" in after.reason
+    # Its filter passed before the trigger was taken: the bind that follows is refused, nothing is bound.
+    refused = await r0.bind(*target(pods[0], "n3"))
+    assert "default/a is being preempted whole for default/high" in refused
+    assert kube.bound == {}
     # Placed all the same (its filter came first): the evictor takes it with the rest.
     await apply(store, [Op.pod(bound_copy(pods[0], "n3"))])
     assert await gangs.evictor.evict_due() == ["default/a"]
