@@ -4,14 +4,15 @@ kube-scheduler has evicted its victims on the node it picked, and never when it 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import orjson
 
 from extenders.gang.eviction import PREEMPTOR_SECONDS, GangEviction
 from extenders.sync.convert import pod_info
 from extenders.sync.store import Op
-from tests.gang_support import apply, bound_copy, gpu_node, member
-from tests.store.gang.replicas import Factory, kube_of, setup, target
+from tests.gang_support import RecordingKube, apply, bound_copy, gpu_node, member
+from tests.store.gang.replicas import Factory, Replica, kube_of, setup, target
 
 
 def eviction(until_trigger: str, *members: str, node: str = "n1", minimum: int = 3) -> GangEviction:
@@ -20,13 +21,21 @@ def eviction(until_trigger: str, *members: str, node: str = "n1", minimum: int =
     )
 
 
-async def test_the_rest_of_a_gang_goes_once_kube_scheduler_evicted_its_victim(replicas: Factory) -> None:
+async def gang_a(
+    replicas: Factory, members: int, minimum: int, nodes: list[str]
+) -> tuple[Replica, RecordingKube, list[dict[str, Any]]]:
+    """One replica over GPU nodes ``nodes``, and gang a's ``members`` pods (minimum ``minimum``) known to the API."""
     (r0,) = await replicas(1)
     kube = kube_of(replicas)
-    pods = [member(f"a-{i}", "a", 3, uid=f"a-{i}") for i in range(3)]
-    await setup([r0], kube, [gpu_node("n1"), gpu_node("n2")], [])
+    pods = [member(f"a-{i}", "a", minimum, uid=f"a-{i}") for i in range(members)]
+    await setup([r0], kube, [gpu_node(n) for n in nodes], [])
     for pod in pods:
         kube.add(pod)
+    return r0, kube, pods
+
+
+async def test_the_rest_of_a_gang_goes_once_kube_scheduler_evicted_its_victim(replicas: Factory) -> None:
+    r0, kube, pods = await gang_a(replicas, 3, 3, ["n1", "n2"])
     store = r0.runtime.store
     await apply(store, [Op.pod(bound_copy(pods[0], "n1")), *(Op.pod(bound_copy(p, "n2")) for p in pods[1:])])
     gangs = r0.gangs
@@ -43,12 +52,7 @@ async def test_the_rest_of_a_gang_goes_once_kube_scheduler_evicted_its_victim(re
 
 
 async def test_a_record_whose_victim_kube_scheduler_never_evicted_expires_unused(replicas: Factory) -> None:
-    (r0,) = await replicas(1)
-    kube = kube_of(replicas)
-    pods = [member(f"a-{i}", "a", 2, uid=f"a-{i}") for i in range(2)]
-    await setup([r0], kube, [gpu_node("n1")], [])
-    for pod in pods:
-        kube.add(pod)
+    r0, kube, pods = await gang_a(replicas, 2, 2, ["n1"])
     await apply(r0.runtime.store, [Op.pod(bound_copy(p, "n1")) for p in pods])
     gangs = r0.gangs
     assert gangs.evictor is not None
@@ -63,12 +67,7 @@ async def test_records_of_one_gang_on_two_nodes_both_stand_and_the_first_trigger
 ) -> None:
     # Two preemptors each take gang a (min 3 of 4) on another node: both records stand; once both
     # victims are gone the rest goes, and both records with it.
-    (r0,) = await replicas(1)
-    kube = kube_of(replicas)
-    pods = [member(f"a-{i}", "a", 3, uid=f"a-{i}") for i in range(4)]
-    await setup([r0], kube, [gpu_node(f"n{i}") for i in range(4)], [])
-    for pod in pods:
-        kube.add(pod)
+    r0, kube, pods = await gang_a(replicas, 4, 3, [f"n{i}" for i in range(4)])
     store = r0.runtime.store
     await apply(store, [Op.pod(bound_copy(p, f"n{i}")) for i, p in enumerate(pods)])
     gangs = r0.gangs
@@ -92,12 +91,7 @@ async def test_a_gang_taken_whole_places_no_more_members_and_those_placed_since_
     # Gang a (min 2 of 3): a-1 and a-2 bound, a-0 pending. A preemptor takes a-2 on n2, which leaves a
     # below its minimum: a-1 is recorded to follow. Once kube-scheduler has taken a-2, a-0 must not be
     # placed (it would be all that is left of a); if it was placed before that, it goes with a-1.
-    (r0,) = await replicas(1)
-    kube = kube_of(replicas)
-    pods = [member(f"a-{i}", "a", 2, uid=f"a-{i}") for i in range(3)]
-    await setup([r0], kube, [gpu_node(f"n{i}") for i in range(4)], [])
-    for pod in pods:
-        kube.add(pod)
+    r0, kube, pods = await gang_a(replicas, 3, 2, [f"n{i}" for i in range(4)])
     store = r0.runtime.store
     await apply(
         store, [Op.pod(pod_info(pods[0])), Op.pod(bound_copy(pods[1], "n1")), Op.pod(bound_copy(pods[2], "n2"))]
