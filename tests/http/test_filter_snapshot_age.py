@@ -18,6 +18,7 @@ from app.main import create_app
 from app.settings import Settings
 from extenders.gang.config import LEGACY_MIN_LABEL, LEGACY_NAME_LABEL
 from extenders.sync.store import Op, Store
+from tests.gang_support import apply
 from tests.http.test_verbs import node, pod
 from tests.store.helpers import pod as stored_pod
 
@@ -34,10 +35,7 @@ class Cluster:
         async def run() -> None:
             client = aredis.Redis.from_url(self.redis_url)
             try:
-                store = Store(client, self.prefix)
-                attempt = await store.acquire_lease("test-leader#0", 30)
-                assert attempt.lease is not None
-                await store.apply(attempt.lease.epoch, ops)
+                await apply(Store(client, self.prefix), ops)
             finally:
                 await client.aclose()
 
