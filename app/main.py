@@ -66,7 +66,7 @@ def create_app(settings: Settings | None = None, *, redis_embedded: bool = False
         state.gangs = GangService(state.redis, state.runtime, settings.gang_config, replica_id=settings.replica_id)
         for work in state.gangs.leader_work():
             state.runtime.add_leader_work(work)
-        binds = BindService(state.gangs, state.policy)
+        binds = BindService(state.gangs, state.policy, snapshot_max_age=settings.bind_snapshot_max_age_ms / 1000)
         state.shared = SharedTier(
             state.redis,
             settings.redis_prefix,

@@ -182,6 +182,14 @@ class Settings(BaseSettings):
         "this long ago, instead of reading Redis after the call arrived (bind re-validates in Redis; gang "
         "members and pods refused on every node are decided on a read of their own); 0: every filter reads",
     )
+    bind_snapshot_max_age_ms: float = Field(
+        default=50.0,
+        ge=0,
+        le=1000,
+        description="a bind of a pod outside any gang checks its fit on this replica's last read of the snapshot "
+        "when that read began at most this long ago (the reservation's compare-and-set on the node refuses a "
+        "read that missed a change there, and the fit is checked again on a fresh one); 0: every bind reads",
+    )
     prioritize_ahead: bool = Field(
         default=True,
         description="score a pod's passing nodes as soon as its filter has answered, while kube-scheduler runs "

@@ -149,6 +149,9 @@ class ClusterRuntime:
     async def snapshot(self) -> Snapshot:
         return await self.cache.refresh()
 
+    def held_snapshot(self, max_age: float) -> Snapshot | None:
+        return self.cache.held(max_age)
+
     async def sample_metrics(self) -> None:
         """Refresh the gauges read from Redis, when metrics are scraped."""
         self.telemetry.cluster_generation.set(await self.store.generation())

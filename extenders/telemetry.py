@@ -86,6 +86,13 @@ class Telemetry:
             ["source"],
             registry=r,
         )
+        self.bind_snapshots = Counter(
+            "extender_bind_snapshots_total",
+            "Binds of pods outside gangs whose fit was checked on this replica's last read of the snapshot, "
+            "recent enough (held), or on a read made after the call arrived (read).",
+            ["source"],
+            registry=r,
+        )
         self.prioritize_ahead = Counter(
             "extender_prioritize_ahead_total",
             "Scores computed right after a filter answered, for its pod's prioritize call (computed), and "

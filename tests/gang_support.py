@@ -80,6 +80,9 @@ class LocalRuntime:
     async def snapshot(self) -> Snapshot:
         return await self.cache.refresh()
 
+    def held_snapshot(self, max_age: float) -> Snapshot | None:
+        return self.cache.held(max_age)
+
 
 class RecordingKube:
     """A stand-in KubeClient for in-process tests of the coordinator: binds succeed, are recorded."""

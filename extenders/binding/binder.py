@@ -80,6 +80,10 @@ class BindRuntime(Protocol):
 
     async def snapshot(self) -> Snapshot: ...
 
+    def held_snapshot(self, max_age: float) -> Snapshot | None:
+        """The last snapshot read, when that read began at most ``max_age`` seconds ago."""
+        ...
+
 
 @dataclass(slots=True, frozen=True)
 class BindTarget:
@@ -175,6 +179,15 @@ class Binder:
                 return Resolved(error=f"pod uid {target.uid} belongs to {pod.key}, not {target.key}")
             return Resolved(pod)
         return await self._fetch(target)
+
+    @staticmethod
+    def pending_pod(target: BindTarget, snapshot: Snapshot) -> PodInfo | None:
+        """The pod when ``snapshot`` shows it pending under the uid and name the call gives, and placed
+        nowhere; None for every other case (``resolve`` on a fresh read decides those)."""
+        pod = snapshot.pending.get(target.uid) if target.uid else None
+        if pod is None or pod.namespace != target.namespace or pod.name != target.name:
+            return None
+        return None if snapshot.find_pod(target.uid) is not None else pod
 
     async def _fetch(self, target: BindTarget) -> Resolved:
         kube = self.runtime.kube

@@ -16,7 +16,7 @@ import asyncio
 from redis.exceptions import RedisError
 
 from extenders.aio import cancel_and_wait
-from extenders.binding.binder import Binder, BindTarget, FitCheck, capacity_fit, policy_fit
+from extenders.binding.binder import Binder, BindTarget, FitCheck, Resolved, capacity_fit, policy_fit
 from extenders.gang import reasons
 from extenders.gang.membership import gang_ref
 from extenders.gang.permit import GangPermit
@@ -25,13 +25,24 @@ from extenders.gang.waiters import GangEvents, Waiters
 from extenders.kube.events import ObjectRef
 from extenders.logs import log_fields
 from extenders.policy import Policy
+from extenders.snapshot import Snapshot
 
 
 class BindService:
     """A plain pod is validated, reserved and bound at once; a gang member is held (GangPermit)."""
 
-    def __init__(self, gangs: GangService, policy: Policy | None = None, *, fit: FitCheck | None = None) -> None:
+    def __init__(
+        self,
+        gangs: GangService,
+        policy: Policy | None = None,
+        *,
+        fit: FitCheck | None = None,
+        snapshot_max_age: float = 0.0,
+    ) -> None:
+        """``snapshot_max_age``: seconds a plain pod's bind may check it on this replica's last read of the
+        snapshot (0: every bind reads Redis after it arrived; see ``_resolve``)."""
         config = gangs.config
+        self.snapshot_max_age = snapshot_max_age
         self.gangs = gangs
         self.runtime = gangs.runtime
         if fit is None:
@@ -73,8 +84,7 @@ class BindService:
         when the caller stops waiting (see GangPermit.bind)."""
         target = BindTarget(namespace, name, uid, node)
         try:
-            snapshot = await self.runtime.snapshot()
-            resolved = await self.binder.resolve(target, snapshot)
+            snapshot, resolved = await self._resolve(target)
         except (RedisError, OSError) as exc:
             return f"cannot bind {target.key}: cluster snapshot unavailable (Redis: {exc})"
         ref = None
@@ -95,3 +105,22 @@ class BindService:
             pod = ObjectRef.pod(target.namespace, target.name, target.uid)
             self.runtime.events.record(pod, reasons.TYPES[reasons.BIND_FAILED], reasons.BIND_FAILED, error)
         return error
+
+    async def _resolve(self, target: BindTarget) -> tuple[Snapshot, Resolved]:
+        """The pod the call names, found on this replica's last read when that began at most
+        ``snapshot_max_age`` ago, else on a read made after the call arrived.
+
+        The reservation is a compare-and-set on the node's generation: a read that missed a change of
+        the node is refused there, and the fit is checked again on a fresh one. The last read is taken
+        only for a pod it shows pending and placed nowhere, outside any gang (the gang's rules count its
+        members as they are now, and a recent read may not have its PodGroup yet).
+        """
+        held = self.runtime.held_snapshot(self.snapshot_max_age) if self.snapshot_max_age > 0 else None
+        if held is not None:
+            pod = self.binder.pending_pod(target, held)
+            if pod is not None and gang_ref(pod, held.podgroups, self.gangs.config) is None:
+                self.runtime.telemetry.bind_snapshots.labels("held").inc()
+                return held, Resolved(pod)
+        self.runtime.telemetry.bind_snapshots.labels("read").inc()
+        snapshot = await self.runtime.snapshot()
+        return snapshot, await self.binder.resolve(target, snapshot)

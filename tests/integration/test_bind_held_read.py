@@ -1,0 +1,143 @@
+"""A plain pod's bind checked on the replica's last read of the snapshot, when that read is recent:
+what it spares (the read), what keeps it right (the reservation's compare-and-set on the node) and
+what always reads (gang members, pods the last read does not show pending)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import redis.asyncio as aredis
+
+from extenders.gang.bind import BindService
+from extenders.gang.config import GangConfig
+from extenders.gang.service import GangService
+from extenders.policy import default_policy
+from extenders.runtime import ClusterRuntime, RuntimeConfig
+from tests.gang_support import gpu_node
+from tests.integration.test_bind_runtime import Replica, args, create, gang_pod, node_of
+from tests.plugins.fake_kube import FakeKube
+from tests.waiting import eventually
+
+pytestmark = pytest.mark.integration
+
+
+async def _replicas(fake_kube: FakeKube, redis_url: str, redis_prefix: str, max_age: float) -> list[Replica]:
+    out: list[Replica] = []
+    for i in range(2):
+        client = aredis.Redis.from_url(redis_url)
+        config = RuntimeConfig(
+            prefix=redis_prefix, replica_id=f"h{i}", kube_mode="on", kube_url=fake_kube.url, kube_token=fake_kube.token
+        )
+        runtime = ClusterRuntime(client, config)
+        gangs = GangService(client, runtime, GangConfig(window_seconds=5, poll_interval_seconds=0.1))
+        binds = BindService(gangs, default_policy(), snapshot_max_age=max_age)
+        await runtime.start()
+        await gangs.start()
+        await binds.start()
+        out.append(Replica(runtime, gangs, binds, client))
+    return out
+
+
+@pytest.fixture
+async def replicas(fake_kube: FakeKube, redis_url: str, redis_prefix: str) -> AsyncIterator[list[Replica]]:
+    """Two replicas whose binds may check on a read up to a minute old (longer than any test step)."""
+    out = await _replicas(fake_kube, redis_url, redis_prefix, 60.0)
+    yield out
+    for r in out:
+        await r.binds.stop()
+        await r.gangs.stop()
+        await r.runtime.stop()
+        await r.client.aclose()
+
+
+def sources(replica: Replica) -> dict[str, float]:
+    registry = replica.runtime.telemetry.registry
+    return {
+        source: registry.get_sample_value("extender_bind_snapshots_total", {"source": source}) or 0.0
+        for source in ("held", "read")
+    }
+
+
+async def test_a_held_read_that_missed_a_reservation_never_double_books(
+    fake_kube: FakeKube, replicas: list[Replica]
+) -> None:
+    first, second = await create(fake_kube, replicas, [gpu_node("n1", 1)], [gang_pod(f"p-{i}", None) for i in range(2)])
+    # Both replicas hold a read showing n1's only GPU free.
+    stale = replicas[1].runtime.cache.current
+    assert not stale.nodes["n1"].pods
+    assert await replicas[0].binds.bind(*args(first, "n1")) == ""
+    assert replicas[1].runtime.cache.current is stale  # its held read still has n1 free
+    before = sources(replicas[1])
+    error = await replicas[1].binds.bind(*args(second, "n1"))
+    assert "Insufficient" in error  # the compare-and-set refused the held read; a fresh one decided
+    assert sources(replicas[1])["held"] == before["held"] + 1
+    assert replicas[1].runtime.cache.current is not stale
+    assert node_of(fake_kube, "p-1") == ""
+    assert fake_kube.requests("bind", "pods") == 1
+
+
+async def test_a_plain_bind_on_a_recent_read_reads_nothing_and_binds(
+    fake_kube: FakeKube, replicas: list[Replica]
+) -> None:
+    (only,) = await create(fake_kube, replicas, [gpu_node("n1", 2)], [gang_pod("plain", None)])
+    replica = replicas[0]
+    read = replica.runtime.cache.current
+    refreshes = replica.runtime.cache.stats.refreshes
+    before = sources(replica)
+    assert await replica.binds.bind(*args(only, "n1")) == ""
+    assert replica.runtime.cache.stats.refreshes == refreshes  # no catch-up of its own
+    assert sources(replica) == {"held": before["held"] + 1, "read": before["read"]}
+    assert replica.runtime.cache.current is read
+    assert node_of(fake_kube, "plain") == "n1"
+
+
+async def test_gang_members_and_pods_the_last_read_lacks_read_after_arriving(
+    fake_kube: FakeKube, replicas: list[Replica]
+) -> None:
+    replica = replicas[0]
+    member, *_ = await create(fake_kube, replicas, [gpu_node("n1", 4)], [gang_pod("g-0", "g", 2)])
+    before = sources(replica)
+    held = asyncio.create_task(replica.binds.bind(*args(member, "n1")))  # held at bind for its sibling
+
+    async def arrived() -> bool:
+        status = await replica.gangs.gang_status("default", "g")
+        return status is not None and len(status["arrived"]) == 1
+
+    await eventually(arrived)
+    assert sources(replica)["read"] == before["read"] + 1  # the gang member read after arriving
+    held.cancel()
+    await asyncio.gather(held, return_exceptions=True)
+
+    # Created after the replica's last read: found on a read of its own, not fetched from the API.
+    late: dict[str, Any] = fake_kube.client.create(gang_pod("late", None))
+
+    async def leader_has_it() -> bool:
+        return late["metadata"]["uid"] in (await replicas[1].runtime.snapshot()).pending
+
+    await eventually(leader_has_it)
+    assert late["metadata"]["uid"] not in replica.runtime.cache.current.pending
+    gets = fake_kube.requests("get", "pods")
+    reads = sources(replica)["read"]
+    assert await replica.binds.bind(*args(late, "n1")) == ""
+    assert sources(replica)["read"] == reads + 1
+    assert fake_kube.requests("get", "pods") == gets
+    assert node_of(fake_kube, "late") == "n1"
+
+
+async def test_at_zero_every_bind_reads(fake_kube: FakeKube, redis_url: str, redis_prefix: str) -> None:
+    replicas = await _replicas(fake_kube, redis_url, redis_prefix, 0.0)
+    try:
+        (only,) = await create(fake_kube, replicas, [gpu_node("n1", 2)], [gang_pod("zero", None)])
+        refreshes = replicas[0].runtime.cache.stats.refreshes
+        assert await replicas[0].binds.bind(*args(only, "n1")) == ""
+        assert replicas[0].runtime.cache.stats.refreshes == refreshes + 1
+        assert sources(replicas[0]) == {"held": 0.0, "read": 1.0}
+    finally:
+        for r in replicas:
+            await r.binds.stop()
+            await r.gangs.stop()
+            await r.runtime.stop()
+            await r.client.aclose()
