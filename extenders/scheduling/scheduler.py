@@ -112,7 +112,7 @@ class Scheduler:
             if held is not None and isinstance(evaluated, tuple) and evaluated[1].passing:
                 snap = held
                 self.runtime.telemetry.filter_snapshots.labels("held").inc()
-                asyncio.get_running_loop().call_soon(self.runtime.cache.refresh_soon)
+                asyncio.get_running_loop().call_soon(self.runtime.cache.refresh_soon, self.snapshot_max_age / 2)
             elif isinstance(evaluated, FilterOutcome):
                 return evaluated
             else:
@@ -138,8 +138,9 @@ class Scheduler:
 
         kube-scheduler filters on an informer cache a few milliseconds old, and bind re-validates every
         placement atomically in Redis, so a filter need not wait for a read of its own while this
-        replica's last one is that recent (under load it is: each such filter starts the next read once it
-        has answered). Gang members, and requests that carry node objects, always read after arriving.
+        replica's last one is that recent. Under load it is: a filter answered on a read older than half
+        the limit starts the next read once it has answered, so reads follow the limit, not the calls.
+        Gang members, and requests that carry node objects, always read after arriving.
         """
         if nodes or self.snapshot_max_age <= 0:
             return None

@@ -117,9 +117,14 @@ class SnapshotCache:
         """
         return await asyncio.shield(self._queued())
 
-    def refresh_soon(self) -> None:
-        """Start a refresh nobody waits for (unless one is queued already), so that a call arriving soon
-        finds a recent snapshot in ``held``; its errors are the next caller's to meet."""
+    def refresh_soon(self, older_than: float = 0.0) -> None:
+        """Start a refresh nobody waits for, so that a call arriving soon finds a recent snapshot in
+        ``held``: none when one is under way or queued already, or when the last read began less than
+        ``older_than`` seconds ago. Its errors are the next caller's to meet."""
+        if self._running is not None or self._next is not None:
+            return
+        if time.monotonic() - self._read_at < older_than:
+            return
         self._queued()
 
     def _queued(self) -> asyncio.Future[Snapshot]:

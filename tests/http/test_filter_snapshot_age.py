@@ -109,7 +109,8 @@ def test_a_filter_soon_after_a_read_answers_on_it_and_starts_the_next(held: Test
     after = sources(held)
     assert after.get("held", 0) == before.get("held", 0) + 1
     assert after.get("read", 0) == before.get("read", 0)
-    # That filter started a read: a later one is answered on it, and sees the pod.
+    # Once the read is older than half the limit, a held filter starts the next: a later one is answered
+    # on that, and sees the pod.
     assert settled(held, pod("age-b"), ["age-1"]) == ["age-1"]
     assert sources(held).get("read", 0) == before.get("read", 0)  # every one answered on a held read
 

@@ -392,6 +392,27 @@ async def test_held_hands_out_only_a_recent_read_and_refresh_soon_reads_again(st
     assert cache.stats.refreshes == 2
 
 
+async def test_refresh_soon_skips_a_young_read_and_one_under_way(store: Store, epoch: int) -> None:
+    await seed(store, epoch)
+    cache = SnapshotCache(store)
+    first = await cache.refresh()
+    await store.apply(epoch, [Op.pod(pod("young", "n3", cpu=700))])
+    cache.refresh_soon(older_than=60)  # the last read began less than a minute ago: nothing read
+    await asyncio.sleep(0.05)
+    assert cache.current is first and cache.stats.refreshes == 1
+    await asyncio.sleep(0.02)
+    cache.refresh_soon(older_than=0.05)  # now older than that: read
+    await asyncio.sleep(0)  # under way
+    cache.refresh_soon()  # one under way already: no second behind it
+    for _ in range(100):
+        if cache.current is not first:
+            break
+        await asyncio.sleep(0.01)
+    assert "young" in cache.current.nodes["n3"].pods
+    await asyncio.sleep(0.05)
+    assert cache.stats.refreshes == 2
+
+
 async def test_refresh_soon_leaves_a_failed_read_to_the_next_caller(
     store: Store, epoch: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
