@@ -111,8 +111,10 @@ class EvictionStore:
             },
         )
 
-    async def pending(self) -> list[tuple[GangEviction, int]]:
-        """Every record with its deadline; unreadable ones are dropped."""
+    async def pending(self, tidy: bool = False) -> list[tuple[GangEviction, int]]:
+        """Every readable record with its deadline. ``tidy`` (the watch leader's pass): unreadable
+        records are dropped, and records written per gang, before they were kept per node, are moved
+        under their node's field; without it this only reads, as gang filters and binds call it."""
         out: list[tuple[GangEviction, int]] = []
         raw: dict[Any, Any] = await self.redis.hgetall(self.key)
         for field_, value in raw.items():
@@ -127,12 +129,15 @@ class EvictionStore:
                     tuple((str(uid), str(ref)) for uid, ref in doc["members"]),
                     int(doc.get("min") or 1),
                 )
-                out.append((eviction, int(doc["until"])))
-                if name != eviction.field:  # written before records were kept per node: moved under its field
-                    await self.redis.hset(self.key, eviction.field, value)
-                    await self.redis.hdel(self.key, name)
+                until = int(doc["until"])
             except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
-                log.warning("dropping an unreadable gang eviction record %s", name)
+                if tidy:
+                    log.warning("dropping an unreadable gang eviction record %s", name)
+                    await self.redis.hdel(self.key, name)
+                continue
+            out.append((eviction, until))
+            if tidy and name != eviction.field:
+                await self.redis.hset(self.key, eviction.field, value)
                 await self.redis.hdel(self.key, name)
         return out
 
@@ -226,7 +231,7 @@ class GangEvictor:
 
     async def evict_due(self) -> list[str]:
         """One pass; returns the gangs whose remaining members were evicted."""
-        records = await self.store.pending()
+        records = await self.store.pending(tidy=True)
         if not records:
             return []
         snapshot = await self.snapshot()

@@ -144,12 +144,18 @@ async def test_each_answer_is_kept_for_its_preemptor_by_node(replicas: Factory) 
     assert await evictions.victims_for("p2") == {"n1": frozenset({"d"})}
 
 
-async def test_a_record_written_per_gang_before_the_upgrade_is_moved_under_its_node(replicas: Factory) -> None:
+async def test_the_leaders_pass_moves_a_record_written_per_gang_under_its_node_and_drops_unreadable_ones(
+    replicas: Factory,
+) -> None:
     (r0,) = await replicas(1)
     evictions = r0.gangs.evictions
     legacy = {"node": "n1", "by": "default/high", "trigger": ["a-0"], "members": [["a-1", "default/a-1"]], "until": 1}
     await evictions.redis.hset(evictions.key, "default/a", orjson.dumps(legacy))
-    ((record, until),) = await evictions.pending()
+    await evictions.redis.hset(evictions.key, "default/b|n2", b"not json")
+    ((record, until),) = await evictions.pending()  # a plain read (gang filters and binds) writes nothing
+    assert (record.gang, record.node, record.minimum, until) == ("default/a", "n1", 1, 1)
+    assert sorted(await evictions.redis.hkeys(evictions.key)) == [b"default/a", b"default/b|n2"]
+    ((record, until),) = await evictions.pending(tidy=True)  # the leader's pass
     assert (record.gang, record.node, record.minimum, until) == ("default/a", "n1", 1, 1)
     assert await evictions.redis.hkeys(evictions.key) == [b"default/a|n1"]
     await evictions.done(record.field)
