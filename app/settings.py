@@ -18,6 +18,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from redis.asyncio.connection import parse_url
 
 from app.redaction import redacted_url
+from extenders.binding.binder import VICTIM_WAIT_SECONDS
 from extenders.equivalence import CacheConfig
 from extenders.equivalence.shared import SharedConfig
 from extenders.features import parse_version
@@ -123,7 +124,7 @@ class Settings(BaseSettings):
         "outlives it answers an Error",
     )
     preemptor_bind_wait_seconds: Annotated[float, Into(GangConfig, "victim_wait_seconds")] = Field(
-        default=5.0,
+        default=VICTIM_WAIT_SECONDS,
         ge=0,
         description="a preemptor's bind, refused only for its own preemption's victims, waits this long for the "
         "watch to show them gone (kube-scheduler binds it once its own informer does)",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from extenders.binding.binder import VICTIM_WAIT_SECONDS
+
 # (name key, minimum key); each key is looked up in the pod's labels, then its annotations.
 LabelPair = tuple[str, str]
 
@@ -55,7 +57,7 @@ class GangConfig:
     assumed_ttl_seconds: float = 60.0  # a permitted or bound member's reservation (until bound and confirmed)
     cas_retries: int = 8  # re-validations when a node changed between fit check and reservation
     api_bind_concurrency: int = 8  # Binding requests one replica has in flight at once
-    victim_wait_seconds: float = 5.0  # a preemptor's bind waits this long for its victims to be seen gone
+    victim_wait_seconds: float = VICTIM_WAIT_SECONDS  # a preemptor's bind waits this long for its victims to go
     use_podgroup_timeout: bool = True  # a PodGroup's scheduleTimeoutSeconds overrides the window
     labels: tuple[LabelPair, ...] = field(default=DEFAULT_LABELS)
     # The name key whose gangs may have a PodGroup object (its minMember wins over the annotation).
