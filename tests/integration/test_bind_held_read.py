@@ -53,6 +53,12 @@ async def replicas(fake_kube: FakeKube, redis_url: str, redis_prefix: str) -> As
         await r.client.aclose()
 
 
+def _leader_first(replicas: list[Replica]) -> list[Replica]:
+    """The watch leader first: the other replica reads the snapshot only when a call makes it (the
+    leader's own passes read it too), so its last read stays as the test left it."""
+    return sorted(replicas, key=lambda r: not r.runtime.is_leader())
+
+
 def sources(replica: Replica) -> dict[str, float]:
     registry = replica.runtime.telemetry.registry
     return {
@@ -65,16 +71,17 @@ async def test_a_held_read_that_missed_a_reservation_never_double_books(
     fake_kube: FakeKube, replicas: list[Replica]
 ) -> None:
     first, second = await create(fake_kube, replicas, [gpu_node("n1", 1)], [gang_pod(f"p-{i}", None) for i in range(2)])
+    other, late = _leader_first(replicas)
     # Both replicas hold a read showing n1's only GPU free.
-    stale = replicas[1].runtime.cache.current
+    stale = late.runtime.cache.current
     assert not stale.nodes["n1"].pods
-    assert await replicas[0].binds.bind(*args(first, "n1")) == ""
-    assert replicas[1].runtime.cache.current is stale  # its held read still has n1 free
-    before = sources(replicas[1])
-    error = await replicas[1].binds.bind(*args(second, "n1"))
+    assert await other.binds.bind(*args(first, "n1")) == ""
+    assert late.runtime.cache.current is stale  # its held read still has n1 free
+    before = sources(late)
+    error = await late.binds.bind(*args(second, "n1"))
     assert "Insufficient" in error  # the compare-and-set refused the held read; a fresh one decided
-    assert sources(replicas[1])["held"] == before["held"] + 1
-    assert replicas[1].runtime.cache.current is not stale
+    assert sources(late)["held"] == before["held"] + 1
+    assert late.runtime.cache.current is not stale
     assert node_of(fake_kube, "p-1") == ""
     assert fake_kube.requests("bind", "pods") == 1
 
@@ -83,7 +90,7 @@ async def test_a_plain_bind_on_a_recent_read_reads_nothing_and_binds(
     fake_kube: FakeKube, replicas: list[Replica]
 ) -> None:
     (only,) = await create(fake_kube, replicas, [gpu_node("n1", 2)], [gang_pod("plain", None)])
-    replica = replicas[0]
+    replica = _leader_first(replicas)[1]
     read = replica.runtime.cache.current
     refreshes = replica.runtime.cache.stats.refreshes
     before = sources(replica)
@@ -97,7 +104,7 @@ async def test_a_plain_bind_on_a_recent_read_reads_nothing_and_binds(
 async def test_gang_members_and_pods_the_last_read_lacks_read_after_arriving(
     fake_kube: FakeKube, replicas: list[Replica]
 ) -> None:
-    replica = replicas[0]
+    leader, replica = _leader_first(replicas)
     member, *_ = await create(fake_kube, replicas, [gpu_node("n1", 4)], [gang_pod("g-0", "g", 2)])
     before = sources(replica)
     held = asyncio.create_task(replica.binds.bind(*args(member, "n1")))  # held at bind for its sibling
@@ -115,7 +122,7 @@ async def test_gang_members_and_pods_the_last_read_lacks_read_after_arriving(
     late: dict[str, Any] = fake_kube.client.create(gang_pod("late", None))
 
     async def leader_has_it() -> bool:
-        return late["metadata"]["uid"] in (await replicas[1].runtime.snapshot()).pending
+        return late["metadata"]["uid"] in (await leader.runtime.snapshot()).pending
 
     await eventually(leader_has_it)
     assert late["metadata"]["uid"] not in replica.runtime.cache.current.pending
