@@ -9,48 +9,21 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import redis.asyncio as aredis
 
-from extenders.gang.bind import BindService
-from extenders.gang.config import GangConfig
-from extenders.gang.service import GangService
-from extenders.policy import default_policy
-from extenders.runtime import ClusterRuntime, RuntimeConfig
 from tests.gang_support import gpu_node
-from tests.integration.test_bind_runtime import Replica, args, create, gang_pod, node_of
+from tests.integration.test_bind_runtime import Replica, args, create, gang_pod, node_of, start_replicas, stop_replicas
 from tests.plugins.fake_kube import FakeKube
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
 
-async def _replicas(fake_kube: FakeKube, redis_url: str, redis_prefix: str, max_age: float) -> list[Replica]:
-    out: list[Replica] = []
-    for i in range(2):
-        client = aredis.Redis.from_url(redis_url)
-        config = RuntimeConfig(
-            prefix=redis_prefix, replica_id=f"h{i}", kube_mode="on", kube_url=fake_kube.url, kube_token=fake_kube.token
-        )
-        runtime = ClusterRuntime(client, config)
-        gangs = GangService(client, runtime, GangConfig(window_seconds=5, poll_interval_seconds=0.1))
-        binds = BindService(gangs, default_policy(), snapshot_max_age=max_age)
-        await runtime.start()
-        await gangs.start()
-        await binds.start()
-        out.append(Replica(runtime, gangs, binds, client))
-    return out
-
-
 @pytest.fixture
 async def replicas(fake_kube: FakeKube, redis_url: str, redis_prefix: str) -> AsyncIterator[list[Replica]]:
     """Two replicas whose binds may check on a read up to a minute old (longer than any test step)."""
-    out = await _replicas(fake_kube, redis_url, redis_prefix, 60.0)
+    out = await start_replicas(fake_kube, redis_url, redis_prefix, 2, snapshot_max_age=60.0)
     yield out
-    for r in out:
-        await r.binds.stop()
-        await r.gangs.stop()
-        await r.runtime.stop()
-        await r.client.aclose()
+    await stop_replicas(out)
 
 
 def _leader_first(replicas: list[Replica]) -> list[Replica]:
@@ -135,7 +108,7 @@ async def test_gang_members_and_pods_the_last_read_lacks_read_after_arriving(
 
 
 async def test_at_zero_every_bind_reads(fake_kube: FakeKube, redis_url: str, redis_prefix: str) -> None:
-    replicas = await _replicas(fake_kube, redis_url, redis_prefix, 0.0)
+    replicas = await start_replicas(fake_kube, redis_url, redis_prefix, 2)
     try:
         (only,) = await create(fake_kube, replicas, [gpu_node("n1", 2)], [gang_pod("zero", None)])
         refreshes = replicas[0].runtime.cache.stats.refreshes
@@ -143,8 +116,4 @@ async def test_at_zero_every_bind_reads(fake_kube: FakeKube, redis_url: str, red
         assert replicas[0].runtime.cache.stats.refreshes == refreshes + 1
         assert sources(replicas[0]) == {"held": 0.0, "read": 1.0}
     finally:
-        for r in replicas:
-            await r.binds.stop()
-            await r.gangs.stop()
-            await r.runtime.stop()
-            await r.client.aclose()
+        await stop_replicas(replicas)

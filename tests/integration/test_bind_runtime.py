@@ -31,27 +31,39 @@ class Replica:
         self.client = client
 
 
-@pytest.fixture
-async def replicas(fake_kube: FakeKube, redis_url: str, redis_prefix: str) -> AsyncIterator[list[Replica]]:
+async def start_replicas(
+    fake_kube: FakeKube, redis_url: str, redis_prefix: str, count: int, snapshot_max_age: float = 0.0
+) -> list[Replica]:
+    """``count`` replicas on one Redis and the fake API; ``snapshot_max_age``: their binds' (BindService)."""
     out: list[Replica] = []
-    for i in range(3):
+    for i in range(count):
         client = aredis.Redis.from_url(redis_url)
         config = RuntimeConfig(
             prefix=redis_prefix, replica_id=f"r{i}", kube_mode="on", kube_url=fake_kube.url, kube_token=fake_kube.token
         )
         runtime = ClusterRuntime(client, config)
         gangs = GangService(client, runtime, GangConfig(window_seconds=5, poll_interval_seconds=0.1))
-        binds = BindService(gangs, default_policy())
+        binds = BindService(gangs, default_policy(), snapshot_max_age=snapshot_max_age)
         await runtime.start()
         await gangs.start()
         await binds.start()
         out.append(Replica(runtime, gangs, binds, client))
-    yield out
-    for r in out:
+    return out
+
+
+async def stop_replicas(replicas: list[Replica]) -> None:
+    for r in replicas:
         await r.binds.stop()
         await r.gangs.stop()
         await r.runtime.stop()
         await r.client.aclose()
+
+
+@pytest.fixture
+async def replicas(fake_kube: FakeKube, redis_url: str, redis_prefix: str) -> AsyncIterator[list[Replica]]:
+    out = await start_replicas(fake_kube, redis_url, redis_prefix, 3)
+    yield out
+    await stop_replicas(out)
 
 
 def gang_pod(name: str, gang: str | None, minimum: int | None = None, gpus: int = 1) -> dict[str, Any]:
