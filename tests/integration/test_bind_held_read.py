@@ -111,9 +111,10 @@ async def test_at_zero_every_bind_reads(fake_kube: FakeKube, redis_url: str, red
     replicas = await start_replicas(fake_kube, redis_url, redis_prefix, 2)
     try:
         (only,) = await create(fake_kube, replicas, [gpu_node("n1", 2)], [gang_pod("zero", None)])
-        refreshes = replicas[0].runtime.cache.stats.refreshes
-        assert await replicas[0].binds.bind(*args(only, "n1")) == ""
-        assert replicas[0].runtime.cache.stats.refreshes == refreshes + 1
-        assert sources(replicas[0]) == {"held": 0.0, "read": 1.0}
+        replica = _leader_first(replicas)[1]
+        refreshes = replica.runtime.cache.stats.refreshes
+        assert await replica.binds.bind(*args(only, "n1")) == ""
+        assert replica.runtime.cache.stats.refreshes == refreshes + 1
+        assert sources(replica) == {"held": 0.0, "read": 1.0}
     finally:
         await stop_replicas(replicas)
