@@ -115,7 +115,7 @@ class BindService:
         only for a pod it shows pending and placed nowhere, outside any gang (the gang's rules count its
         members as they are now, and a recent read may not have its PodGroup yet).
         """
-        held = self.runtime.held_snapshot(self.snapshot_max_age) if self.snapshot_max_age > 0 else None
+        held = self.runtime.held_snapshot(self.snapshot_max_age)
         if held is not None:
             pod = self.binder.pending_pod(target, held)
             if pod is not None and gang_ref(pod, held.podgroups, self.gangs.config) is None:

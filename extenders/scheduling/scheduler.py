@@ -142,9 +142,9 @@ class Scheduler:
         the limit starts the next read once it has answered, so reads follow the limit, not the calls.
         Gang members, and requests that carry node objects, always read after arriving.
         """
-        if nodes or self.snapshot_max_age <= 0:
+        if nodes:
             return None
-        snap = self.runtime.cache.held(self.snapshot_max_age)
+        snap = self.runtime.held_snapshot(self.snapshot_max_age)
         if snap is None:
             return None
         ref = gang_ref(pod, snap.podgroups, self.gangs.config)

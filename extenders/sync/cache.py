@@ -96,8 +96,9 @@ class SnapshotCache:
         return self._snapshot
 
     def held(self, max_age: float) -> Snapshot | None:
-        """The last snapshot when the Redis read behind it began at most ``max_age`` seconds ago, else None."""
-        if self._loaded and time.monotonic() - self._read_at <= max_age:
+        """The last snapshot when the Redis read behind it began at most ``max_age`` seconds ago, else None
+        (always None for a ``max_age`` of 0: the caller reads)."""
+        if max_age > 0 and self._loaded and time.monotonic() - self._read_at <= max_age:
             return self._snapshot
         return None
 
