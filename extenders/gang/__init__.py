@@ -7,7 +7,7 @@ The HTTP layer wires in ``GangService`` (extenders.gang.service) and the bind ve
 from extenders.gang.bind import BindService
 from extenders.gang.config import DEFAULT_LABELS, GangConfig, parse_label_pairs
 from extenders.gang.filter import GangVerdict
-from extenders.gang.membership import GangIndex, GangMembers, GangRef, gang_of, gang_of_for, gang_ref
+from extenders.gang.membership import GangIndex, GangMembers, GangRef, gang_of, gang_of_for, gang_ref, names_a_gang
 from extenders.gang.service import GangService
 
 __all__ = [
@@ -22,5 +22,6 @@ __all__ = [
     "gang_of",
     "gang_of_for",
     "gang_ref",
+    "names_a_gang",
     "parse_label_pairs",
 ]

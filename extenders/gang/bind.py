@@ -18,7 +18,7 @@ from redis.exceptions import RedisError
 from extenders.aio import cancel_and_wait
 from extenders.binding.binder import Binder, BindTarget, FitCheck, Resolved, capacity_fit, policy_fit
 from extenders.gang import reasons
-from extenders.gang.membership import gang_ref
+from extenders.gang.membership import gang_ref, names_a_gang
 from extenders.gang.permit import GangPermit
 from extenders.gang.service import GangService
 from extenders.gang.waiters import GangEvents, Waiters
@@ -118,7 +118,7 @@ class BindService:
         held = self.runtime.held_snapshot(self.snapshot_max_age)
         if held is not None:
             pod = self.binder.pending_pod(target, held)
-            if pod is not None and gang_ref(pod, held.podgroups, self.gangs.config) is None:
+            if pod is not None and not names_a_gang(pod, self.gangs.config):
                 self.runtime.telemetry.bind_snapshots.labels("held").inc()
                 return held, Resolved(pod)
         self.runtime.telemetry.bind_snapshots.labels("read").inc()

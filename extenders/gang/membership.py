@@ -95,6 +95,12 @@ def gang_ref(
     return None
 
 
+def names_a_gang(pod: PodInfo, config: GangConfig = DEFAULT_CONFIG) -> bool:
+    """Whether a configured label names a gang for ``pod``, whatever its PodGroup or minimum: a recent
+    read may not have the PodGroup yet, so the filter and bind of such a pod read after arriving."""
+    return gang_ref(pod, None, config) is not None
+
+
 # A pod's gang as preemption reads it: ``(namespace/name, minMember)``, or None outside any gang.
 GangOf = Callable[[PodInfo], tuple[str, int] | None]
 

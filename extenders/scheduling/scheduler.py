@@ -21,7 +21,7 @@ from redis.exceptions import RedisError
 from extenders import engine
 from extenders.equivalence import ClassMemo, EquivalenceCache
 from extenders.equivalence.shared import SharedTier
-from extenders.gang import BindService, GangService, gang_ref
+from extenders.gang import BindService, GangService, names_a_gang
 from extenders.kube.requeue import REFUSAL_WINDOW_SECONDS, REQUEUE_INTERVAL_SECONDS, Requeuer
 from extenders.logs import log_fields
 from extenders.model import NodeFacts, PodInfo
@@ -140,15 +140,14 @@ class Scheduler:
         placement atomically in Redis, so a filter need not wait for a read of its own while this
         replica's last one is that recent. Under load it is: a filter answered on a read older than half
         the limit starts the next read once it has answered, so reads follow the limit, not the calls.
-        Gang members, and requests that carry node objects, always read after arriving.
+        Pods a gang label names (their PodGroup may be newer than the read), and requests that carry
+        node objects, always read after arriving.
         """
         if nodes:
             return None
-        snap = self.runtime.held_snapshot(self.snapshot_max_age)
-        if snap is None:
+        if names_a_gang(pod, self.gangs.config):
             return None
-        ref = gang_ref(pod, snap.podgroups, self.gangs.config)
-        return None if ref is not None and ref.is_gang else snap
+        return self.runtime.held_snapshot(self.snapshot_max_age)
 
     async def _evaluate(
         self, pod: PodInfo, snap: Snapshot, names: list[str]

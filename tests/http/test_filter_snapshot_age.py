@@ -142,6 +142,18 @@ def test_a_gang_member_is_filtered_on_a_read_of_its_own(held: TestClient, cluste
     assert after.get("held", 0) == before.get("held", 0)
 
 
+def test_a_pod_a_gang_label_names_is_filtered_on_a_read_of_its_own_whatever_its_minimum(held: TestClient) -> None:
+    """Labelled a gang of one it passes as a plain pod, but its PodGroup, newer than the held read, may
+    say otherwise: whether a pod reads depends on its labels only, not on what the read holds."""
+    before = sources(held)
+    member = pod("age-h-0")
+    member["metadata"]["labels"] = {LEGACY_NAME_LABEL: "age-h", LEGACY_MIN_LABEL: "1"}
+    assert passing(held, member) == NAMES
+    after = sources(held)
+    assert after.get("read", 0) == before.get("read", 0) + 1
+    assert after.get("held", 0) == before.get("held", 0)
+
+
 def test_a_read_older_than_the_limit_is_not_answered_on(redis_url: str, redis_prefix: str, cluster: Cluster) -> None:
     with _client(redis_url, redis_prefix, 50) as client:
         _seeded(client)
