@@ -27,7 +27,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("bind: checks, gang bookkeeping", ("Binder.", "BindService.", "Scheduler.bind")),
     ("filter: plug-ins", ("filter_nodes", "without_own_reservation")),
     ("filter: gang rules, refusals", ("Scheduler.filter", "GangService", "GangRules")),
-    ("prioritize (computed ahead)", ("Scheduler._score_ahead", "Scheduler._score", "prioritize_scores")),
+    ("prioritize (computed ahead)", ("Scheduler._score_ahead", "Scheduler._score", "prioritize_values")),
     ("prioritize: answer", ("answer_prioritize", "Scheduler.prioritize")),
     ("preempt", ("preempt",)),
     ("watch ingestion (leader)", ("Watcher.", "Reflector.", "KubeClient.watch")),

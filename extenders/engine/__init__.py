@@ -9,7 +9,7 @@ from extenders.engine.nominated import nominated_to_add, with_pods, without_own_
 from extenders.engine.prepared import PreparedPod, prepare_pod
 from extenders.engine.results import NODE_NOT_FOUND, FilterResult, combine
 from extenders.engine.score_cache import ScoreCounts
-from extenders.engine.scoring import prioritize_nodes, prioritize_scores
+from extenders.engine.scoring import prioritize_nodes, prioritize_values
 
 __all__ = [
     "NODE_NOT_FOUND",
@@ -24,7 +24,7 @@ __all__ = [
     "nominated_to_add",
     "prepare_pod",
     "prioritize_nodes",
-    "prioritize_scores",
+    "prioritize_values",
     "with_pods",
     "without_own_reservation",
     "without_pods",

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import repeat
-from operator import attrgetter, eq, itemgetter
+from itertools import compress, repeat
+from operator import attrgetter, eq, itemgetter, not_
 from typing import Any
 
 from extenders.equivalence import ClassMemo, digests, fingerprint_key, fingerprints
@@ -15,6 +15,7 @@ from extenders.plugins.framework import ScoringContext
 
 _VERSION = attrgetter("version")
 _SCORES = itemgetter(1)  # of a ScoreEntry
+_NO_ENTRY: tuple[Any, tuple[float, ...]] = (None, ())  # a node without an entry: its row is filled below
 
 
 @dataclass(slots=True)
@@ -53,35 +54,32 @@ def cached_raw(
     if False not in same:
         counts.reused += len(infos) * len(members)
         return list(map(list, zip(*map(_SCORES, map(entries.__getitem__, names)), strict=True)))
+    # Most nodes are: their rows are taken in C, and only the others are looked at one by one.
+    rows: list[tuple[float, ...]] = list(map(_SCORES, map(entries.get, names, repeat(_NO_ENTRY))))
     shared = memo.shared.get(group.key)
-    rows: list[tuple[float, ...]] = []
-    append = rows.append
     missing: list[int] = []
     current_of: list[tuple[Any, ...]] = []
-    # ``names``: the infos' names
-    for info, entry, kept in zip(infos, map(entries.get, names), same, strict=True):
-        if kept:
-            append(entry[1])  # type: ignore[index]  # held names have entries
-            continue
+    for i in compress(range(len(names)), map(not_, same)):
+        info = infos[i]
+        entry = entries.get(names[i])
         current = info.derived.get(key)
         if current is None:
             current = fingerprints(info, families, key)
         if entry is not None and (entry[0] is current or entry[0] == current):
-            append(entry[1])
+            rows[i] = entry[1]
             held[info.name] = info.version
         elif (
             shared
             and (blob := shared.pop(info.name, None)) is not None
             and (values := unpack_scores(blob, len(members), digests(info, families))) is not None
         ):
-            append(values)
+            rows[i] = values
             entries[info.name] = (current, values)
             held[info.name] = info.version
             counts.shared += len(members)
         else:
-            missing.append(len(rows))
+            missing.append(i)
             current_of.append(current)
-            append(())
     if missing:
         subset = [infos[i] for i in missing]
         columns: list[list[float]] = []

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from itertools import compress, repeat
-from operator import add, lt, mul, truediv
-from typing import Any
+from operator import add, attrgetter, is_, lt, mul, truediv
+from typing import Any, cast
 
 from extenders.engine.score_cache import ScoreCounts, cached_raw
 from extenders.equivalence import ClassMemo
@@ -15,6 +15,11 @@ from extenders.plugins.framework import MAX_PRIORITY, ConstantScore, Scorer, Sco
 from extenders.plugins.registry import SCORERS, VETO_SCORERS
 from extenders.policy import Policy
 from extenders.snapshot import Snapshot
+
+# A priority's part of the average: its weight, and its normalised score per node (None: the same
+# score, the third item, for every node).
+Contribution = tuple[int, list[float] | None, float]
+_NODE = attrgetter("node")
 
 
 def _context(policy: Policy, snapshot: Snapshot | None = None) -> ScoringContext:
@@ -57,15 +62,33 @@ def score_nodes(
     names = [info.name for info in infos]
     unique = list(dict.fromkeys(names))
     details: dict[str, dict[str, dict[str, float]]] = {n: {} for n in unique} if detail else {}
-    weights = policy.priority_weights
-    if not weights or not infos:
+    if not policy.priority_weights or not infos:
         return dict.fromkeys(names, 0), details
+    contributions, vetoed = _contributions(
+        policy, pod, snapshot, infos, names, unique, details if detail else None, memo, counts
+    )
+    return dict(zip(unique, _combine(contributions, vetoed, names, unique), strict=True)), details
+
+
+def _contributions(
+    policy: Policy,
+    pod: PodInfo,
+    snapshot: Snapshot,
+    infos: list[NodeInfo],
+    names: list[str],
+    unique: list[str],
+    details: dict[str, dict[str, dict[str, float]]] | None,
+    memo: ClassMemo | None,
+    counts: ScoreCounts | None,
+) -> tuple[list[Contribution], set[str] | None]:
+    """Each averaged priority's weight and normalised scores (in ``unique``'s order; None with the
+    constant when it scores every node alike), and the names a veto priority avoids (None: the policy
+    has none). ``details``: filled with each priority's raw and normalised score per node."""
     ctx = _context(policy, snapshot)
-    vetoed: set[str] | None = None  # None: the policy has no veto priority
-    # (weight, each unique name's normalised score or None, the score when constant)
-    contributions: list[tuple[int, list[float] | None, float]] = []
+    vetoed: set[str] | None = None
+    contributions: list[Contribution] = []
     prepared: list[tuple[str, int, Scorer, Any, ConstantScore | None]] = []
-    for prio_name, weight in weights:
+    for prio_name, weight in policy.priority_weights:
         scorer = SCORERS[prio_name]
         state = scorer.prepare(pod, snapshot, infos, ctx)
         constant_of = scorer.constant
@@ -87,7 +110,7 @@ def score_nodes(
                     vetoed.update(unique)
             else:
                 contributions.append((weight, None, value))
-            if detail:
+            if details is not None:
                 for name in unique:
                     details[name][prio_name] = {"raw": raw_value, "score": value}
             continue
@@ -100,49 +123,70 @@ def score_nodes(
                 score = scorer.score
                 raw_values = [score(pod, info, state, ctx) for info in infos]
         normalize_values = scorer.normalize_values
-        if normalize_values is not None and not detail and len(unique) == len(names):
+        if normalize_values is not None and details is None and len(unique) == len(names):
             values = normalize_values(raw_values, state)  # one name each: the lists line up with ``unique``
         else:
             raw = dict(zip(names, raw_values, strict=True))
             normalized = scorer.normalize(raw, state)
             values = list(map(normalized.get, unique, repeat(0.0)))
+            if details is not None:
+                for name, value in zip(unique, values, strict=True):
+                    details[name][prio_name] = {"raw": raw[name], "score": value}
         if prio_name in VETO_SCORERS:
             vetoed = vetoed if vetoed is not None else set()
             vetoed.update(compress(unique, map(lt, values, repeat(MAX_PRIORITY))))
         else:
             contributions.append((weight, values, 0.0))
-        if detail:
-            for name, value in zip(unique, values, strict=True):
-                details[name][prio_name] = {"raw": raw[name], "score": value}
+    return contributions, vetoed
+
+
+def _combine(
+    contributions: list[Contribution], vetoed: set[str] | None, names: list[str], unique: list[str]
+) -> list[int]:
+    """The weighted average of ``contributions``, rounded half up into 0..MAX, in ``unique``'s order."""
     # A priority that scores every candidate alike cannot change the ranking; leaving it out of the
     # average keeps the whole 0..10 range for the priorities that do tell the candidates apart.
     varying = [c for c in contributions if c[1] is not None and c[1].count(c[1][0]) != len(c[1])]
     used = varying or contributions
     weight_sum = sum(w for w, _, _ in used)
-    totals = [0.0] * len(unique)
+    totals: list[float] | None = None
     if len(unique) == len(names):
         for weight, scores, value in used:
             if scores is None:
                 product = weight * value
-                totals = [t + product for t in totals]
+                totals = [t + product for t in totals] if totals is not None else [product] * len(unique)
+            elif totals is None:  # 0.0 + x is x: the first term needs no sum
+                totals = list(map(mul, repeat(weight), scores))
             else:
                 totals = list(map(add, totals, map(mul, repeat(weight), scores)))
     else:
         # A name listed twice adds its scores twice (as before this loop was vectorised).
+        totals = [0.0] * len(unique)
         position = {name: i for i, name in enumerate(unique)}
         for weight, scores, value in used:
             for name in names:
                 i = position[name]
                 totals[i] += weight * (value if scores is None else scores[i])
-    if weight_sum:
-        # Rounded half up and capped at MAX, inlined: this runs once per candidate.
-        rounded = [int(v + 0.5) if v >= 0 else 0 for v in map(truediv, totals, repeat(weight_sum))]
-        final = dict(zip(unique, [r if r < MAX_PRIORITY else MAX_PRIORITY for r in rounded], strict=True))
+    if weight_sum and totals is not None:
+        final = _rounded(list(map(truediv, totals, repeat(weight_sum))))
     else:
-        final = dict.fromkeys(unique, 0)
+        final = [0] * len(unique)
     if vetoed is not None:
-        final = {n: 0 if n in vetoed else (s or 1) for n, s in final.items()}  # s or 1: max(1, s) for s >= 0
-    return final, details
+        final = [0 if n in vetoed else (s or 1) for n, s in zip(unique, final, strict=True)]  # s or 1: max(1, s)
+    return final
+
+
+def _rounded(averages: list[float]) -> list[int]:
+    """Each average rounded half up into 0..MAX. Averages of scores in 0..MAX are in range already:
+    they are rounded in C, and only a plug-in's out-of-range (or not a number) score takes the checks."""
+    try:
+        final = list(map(int, map(add, averages, repeat(0.5))))
+    except (ValueError, OverflowError):  # NaN or infinity
+        pass
+    else:
+        if final and min(final) >= 0 and max(final) <= MAX_PRIORITY:
+            return final
+    return [((r if (r := int(v + 0.5)) < MAX_PRIORITY else MAX_PRIORITY) if v >= 0 else 0) for v in averages]
 
 
 def prioritize_nodes(
@@ -160,23 +204,45 @@ def prioritize_nodes(
     the pod itself out, so unlike filter verdicts its raw scores hold wherever the pod is.)
     """
     names = list(node_names)
-    scores = prioritize_scores(policy, pod, snapshot, names, memo, counts)
+    if len(set(names)) == len(names):
+        return list(zip(names, prioritize_values(policy, pod, snapshot, names, memo, counts), strict=True))
+    scores = _known_scores(policy, pod, snapshot, list(map(snapshot.nodes.get, names)), memo, counts)
     return [(n, scores.get(n, 0)) for n in names]
 
 
-def prioritize_scores(
+def prioritize_values(
     policy: Policy,
     pod: PodInfo,
     snapshot: Snapshot,
     names: list[str],
     memo: ClassMemo | None = None,
     counts: ScoreCounts | None = None,
+) -> list[int]:
+    """``prioritize_nodes``' scores alone, in the order of ``names``, each named once (as the wire's
+    validation and filter's answer guarantee). When every name is a known node, the scores are made in
+    that order from the start, with no mapping built by name (this runs over every candidate of every pod)."""
+    found = list(map(snapshot.nodes.get, names))
+    if any(map(is_, found, repeat(None))) or any(map(is_, map(_NODE, found), repeat(None))):
+        scores = _known_scores(policy, pod, snapshot, found, memo, counts)
+        return list(map(scores.get, names, repeat(0)))
+    if not policy.priority_weights or not found:
+        return [0] * len(names)
+    infos = cast(list[NodeInfo], found)
+    memo = memo if memo is not None and memo.admitted else None
+    contributions, vetoed = _contributions(policy, pod, snapshot, infos, names, names, None, memo, counts)
+    return _combine(contributions, vetoed, names, names)
+
+
+def _known_scores(
+    policy: Policy,
+    pod: PodInfo,
+    snapshot: Snapshot,
+    found: list[NodeInfo | None],
+    memo: ClassMemo | None,
+    counts: ScoreCounts | None,
 ) -> dict[str, int]:
-    """``prioritize_nodes`` as a mapping of the known nodes' scores (the caller shapes the answer in
-    one pass; a name missing from it scores 0)."""
-    nodes = snapshot.nodes
-    infos = [info for n in names if (info := nodes.get(n)) is not None and info.node is not None]
-    if memo is not None and not memo.admitted:
-        memo = None
+    """The scores of the nodes among ``found`` that the snapshot knows, by name."""
+    infos = [info for info in found if info is not None and info.node is not None]
+    memo = memo if memo is not None and memo.admitted else None
     scores, _ = score_nodes(policy, pod, snapshot, infos, detail=False, memo=memo, counts=counts)
     return scores

@@ -259,16 +259,15 @@ class Scheduler:
         try:
             counts = engine.ScoreCounts()
             view = engine.without_own_reservation(snap, pod, names)
-            scores = engine.prioritize_scores(self.policy, pod, view, names, memo, counts)
+            values = engine.prioritize_values(self.policy, pod, view, names, memo, counts)
         except Exception:  # kube-scheduler ignores prioritize failures: neutral scores say the same
             log.exception("prioritize failed for %s", pod.key)
-            scores = {}
-        else:
-            if memo is not None:
-                self.equivalence.count("prioritize", counts.reused, counts.computed, counts.shared)
-                if self.shared is not None:
-                    self.shared.collect(memo)
-        return NodeScores(zip(names, map(scores.get, names, repeat(0)), strict=True))
+            return NodeScores(zip(names, repeat(0)))
+        if memo is not None:
+            self.equivalence.count("prioritize", counts.reused, counts.computed, counts.shared)
+            if self.shared is not None:
+                self.shared.collect(memo)
+        return NodeScores(zip(names, values, strict=True))
 
     async def prioritize(self, pod: PodInfo, names: list[str], nodes: Sequence[NodeFacts] = ()) -> NodeScores:
         """Scores of the candidates ``names`` (each named once) on the current snapshot, refreshed

@@ -49,13 +49,13 @@ def ahead_total(client: TestClient, outcome: str) -> float:
 def scorings(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     """The candidate lists the engine scored, in order."""
     seen: list[list[str]] = []
-    scores: Callable[..., Any] = engine.prioritize_scores
+    scores: Callable[..., Any] = engine.prioritize_values
 
     def counted(policy: Any, pod_: Any, snapshot: Any, names: list[str], *rest: Any) -> Any:
         seen.append(list(names))
         return scores(policy, pod_, snapshot, names, *rest)
 
-    monkeypatch.setattr(engine, "prioritize_scores", counted)
+    monkeypatch.setattr(engine, "prioritize_values", counted)
     return seen
 
 

@@ -145,6 +145,34 @@ def test_priorities_that_score_every_candidate_alike_leave_the_average(
     assert engine.prioritize_nodes(only_flat, POD, cluster(), ["fits", "tiny"]) == [("fits", 10), ("tiny", 10)]
 
 
+def test_prioritize_values_are_in_the_names_order_and_unknown_nodes_score_0(
+    fixed: tuple[FixedPriority, FixedPriority],
+) -> None:
+    policy = parse_policy({"priorities": [{"name": "TestA", "weight": 3}, {"name": "TestB", "weight": 1}]})
+    snapshot = cluster()
+    # Every name known: the scores are made in the names' order, with no mapping by name.
+    assert engine.prioritize_values(policy, POD, snapshot, ["hdd", "fits", "tiny"]) == [5, 8, 3]
+    # A name the snapshot does not know (or knows only from its pods) scores 0, the others as before.
+    assert engine.prioritize_values(policy, POD, snapshot, ["nowhere", "hdd", "podsonly", "fits"]) == [0, 5, 0, 8]
+    # A name listed twice (kube-scheduler never does) still adds its scores twice: fits 60/4, capped.
+    assert engine.prioritize_nodes(policy, POD, snapshot, ["fits", "fits", "tiny"]) == [
+        ("fits", 10),
+        ("fits", 10),
+        ("tiny", 3),
+    ]
+
+
+def test_averages_outside_0_to_10_are_clamped_and_not_a_number_scores_0(monkeypatch: pytest.MonkeyPatch) -> None:
+    odd = FixedPriority("TestOdd", {"fits": 12.0, "tiny": -3.0, "hdd": float("nan"), "both": 10.4})
+    monkeypatch.setitem(SCORERS, "TestOdd", Scorer.of("TestOdd", odd))
+    policy = parse_policy({"priorities": [{"name": "TestOdd", "weight": 1}]})
+    scores = engine.prioritize_nodes(policy, POD, cluster(), ["fits", "tiny", "hdd", "both"])
+    assert scores == [("fits", 10), ("tiny", 0), ("hdd", 0), ("both", 10)]
+    in_range = FixedPriority("TestOdd", {"fits": 9.5, "tiny": 0.49, "hdd": 10.0, "both": 0.0})
+    monkeypatch.setitem(SCORERS, "TestOdd", Scorer.of("TestOdd", in_range))
+    assert engine.prioritize_values(policy, POD, cluster(), ["fits", "tiny", "hdd", "both"]) == [10, 0, 10, 0]
+
+
 def test_explain_shape_and_agreement(fixed: tuple[FixedPriority, FixedPriority]) -> None:
     policy = parse_policy({"priorities": [{"name": "TestA", "weight": 1}, {"name": "TestB", "weight": 1}]})
     snapshot = cluster()
