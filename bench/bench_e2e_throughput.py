@@ -28,6 +28,7 @@ import secrets
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -115,6 +116,24 @@ def run_phase(
     }
 
 
+def is_leader(url: str) -> bool:
+    return bool(httpx.get(f"{url}/readyz", timeout=5).json().get("is_leader"))
+
+
+def lead_by(stack: Stack, index: int, synced: Callable[[], bool]) -> None:
+    """Make replica ``index`` the watch leader. The leader applies every watch event on the loop that
+    also answers its verbs, so which replica leads moves throughput; left to the start-up race, it
+    would differ between phases and between the trees a comparison runs. Every other replica that
+    leads is restarted (its lease is released as it stops) until ``index`` holds the lease."""
+    for _ in range(3 * len(stack.replicas)):
+        leader = wait_for(lambda: next((r for r in stack.replicas if is_leader(r.url)), None), 60, "a watch leader")
+        if leader is stack.replicas[index]:
+            wait_for(synced, 300, "the replicas' snapshots have every node")
+            return
+        stack.restart_replica(stack.replicas.index(leader))
+    raise RuntimeError(f"replica {index + 1} did not take the watch lease")
+
+
 def extender_phase(
     plane: ControlPlane,
     kube: Kube,
@@ -137,6 +156,8 @@ def extender_phase(
             return all(httpx.get(f"{r.url}/v1/nodes/{last}", timeout=5).status_code == 200 for r in stack.replicas)
 
         wait_for(synced, 300, "the replicas' snapshots have every node")
+        if args.layout == "direct" and args.watch_leader != "any" and len(stack.replicas) > 1:
+            lead_by(stack, 0 if args.watch_leader == "filter" else len(stack.replicas) - 1, synced)
         if args.layout == "balancer":
             entries = extender_entries(stack.balancer.url)
         else:
@@ -196,6 +217,13 @@ def main() -> None:
         default="direct",
         help="direct: filter+prioritize to the first replica, bind to the second; balancer: every verb through "
         "a loopback TCP balancer in this process",
+    )
+    parser.add_argument(
+        "--watch-leader",
+        choices=("bind", "filter", "any"),
+        default="bind",
+        help="direct layout: which replica holds the watch lease (bind: the replica bind goes to; any: whichever "
+        "wins the start-up race)",
     )
     parser.add_argument(
         "--null-extender",
