@@ -8,7 +8,7 @@ engine has its own equivalence cache (warm class; every call's candidates are fi
 engines untimed). Answers must be equal.
 
     python bench/bench_engine_ab.py OTHER_TREE [--nodes 5000] [--pods-per-node 20] [--candidates 500]
-        [--iterations 3000]
+        [--iterations 3000] [--churn]
 
 Prints one JSON object.
 """
@@ -30,7 +30,7 @@ import orjson
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.bench_filter import build, incoming  # noqa: E402
+from bench.bench_filter import _churn, build, incoming  # noqa: E402
 from bench.bench_http_filter import stats  # noqa: E402
 from extenders import engine  # noqa: E402
 from extenders.equivalence import EquivalenceCache  # noqa: E402
@@ -75,6 +75,12 @@ def main() -> int:
     parser.add_argument("--pods-per-node", type=int, default=20)
     parser.add_argument("--candidates", type=int, default=500)
     parser.add_argument("--iterations", type=int, default=3000)
+    parser.add_argument(
+        "--churn",
+        action="store_true",
+        help="a new snapshot, one node rebuilt with one more pod, before every pair of calls (as when pods bind "
+        "between two pods of a class): each engine's call is then timed on its first sight of the change",
+    )
     args = parser.parse_args()
     engines: dict[str, Any] = {"this": engine, "other": load_engine(args.other)}
     policy = default_policy()
@@ -97,20 +103,28 @@ def main() -> int:
 
     for iteration in range(args.iterations):
         candidates = rng.sample(names, args.candidates)
-        first = [run(name, candidates)[:2] for name in engines]
-        if first[0] != first[1]:
-            raise SystemExit(f"the engines disagree at iteration {iteration}")
+        if args.churn:
+            snapshot = _churn(snapshot, rng.choice(names), iteration, False, rng)
+        else:  # every call's candidates seen once by both engines, untimed
+            first = [run(name, candidates)[:2] for name in engines]
+            if first[0] != first[1]:
+                raise SystemExit(f"the engines disagree at iteration {iteration}")
         order = list(engines) if iteration % 2 else list(reversed(engines))
+        answers = {}
         for name in order:
-            _, _, filter_ms, prioritize_ms = run(name, candidates)
+            passing, scores, filter_ms, prioritize_ms = run(name, candidates)
+            answers[name] = (passing, scores)
             samples[name]["filter"].append(filter_ms)
             samples[name]["prioritize"].append(prioritize_ms)
+        if answers["this"] != answers["other"]:
+            raise SystemExit(f"the engines disagree at iteration {iteration}")
     result = {
         "benchmark": "engine_ab",
         "nodes": args.nodes,
         "pods": args.nodes * args.pods_per_node,
         "candidates": args.candidates,
         "iterations": args.iterations,
+        "churn": args.churn,
         "other_tree": str(args.other),
         "ms": {name: {verb: stats(values) for verb, values in by_verb.items()} for name, by_verb in samples.items()},
         "cpus": os.cpu_count(),
