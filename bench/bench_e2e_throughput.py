@@ -117,6 +117,7 @@ def run_phase(
 
 
 def is_leader(url: str) -> bool:
+    """Whether the replica at ``url`` holds the watch lease, as its readiness answer says."""
     return bool(httpx.get(f"{url}/readyz", timeout=5).json().get("is_leader"))
 
 

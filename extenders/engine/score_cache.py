@@ -54,7 +54,7 @@ def cached_raw(
     if False not in same:
         counts.reused += len(infos) * len(members)
         return list(map(list, zip(*map(_SCORES, map(entries.__getitem__, names)), strict=True)))
-    # Most nodes are: their rows are taken in C, and only the others are looked at one by one.
+    # Most nodes are unchanged: their rows are taken in C, and only the others are looked at one by one.
     rows: list[tuple[float, ...]] = list(map(_SCORES, map(entries.get, names, repeat(_NO_ENTRY))))
     shared = memo.shared.get(group.key)
     missing: list[int] = []
