@@ -8,7 +8,7 @@ engine has its own equivalence cache (warm class; every call's candidates are fi
 engines untimed). Answers must be equal.
 
     python bench/bench_engine_ab.py OTHER_TREE [--nodes 5000] [--pods-per-node 20] [--candidates 500]
-        [--iterations 3000] [--churn]
+        [--iterations 3000] [--affinity] [--churn]
 
 Prints one JSON object.
 """
@@ -76,6 +76,11 @@ def main() -> int:
     parser.add_argument("--candidates", type=int, default=500)
     parser.add_argument("--iterations", type=int, default=3000)
     parser.add_argument(
+        "--affinity",
+        action="store_true",
+        help="5%% of existing pods and the incoming pod carry a required anti-affinity term (as bench_filter)",
+    )
+    parser.add_argument(
         "--churn",
         action="store_true",
         help="a new snapshot, one node rebuilt with one more pod, before every pair of calls (as when pods bind "
@@ -84,9 +89,9 @@ def main() -> int:
     args = parser.parse_args()
     engines: dict[str, Any] = {"this": engine, "other": load_engine(args.other)}
     policy = default_policy()
-    snapshot = build(args.nodes, args.pods_per_node, False)
+    snapshot = build(args.nodes, args.pods_per_node, args.affinity)
     snapshot.sealed = True
-    pod = incoming(False)
+    pod = incoming(args.affinity)
     names = sorted(snapshot.nodes)
     rng = random.Random(2)
     caches = {name: EquivalenceCache() for name in engines}
@@ -104,7 +109,7 @@ def main() -> int:
     for iteration in range(args.iterations):
         candidates = rng.sample(names, args.candidates)
         if args.churn:
-            snapshot = _churn(snapshot, rng.choice(names), iteration, False, rng)
+            snapshot = _churn(snapshot, rng.choice(names), iteration, args.affinity, rng)
         else:  # every call's candidates seen once by both engines, untimed
             first = [run(name, candidates)[:2] for name in engines]
             if first[0] != first[1]:
@@ -124,6 +129,7 @@ def main() -> int:
         "pods": args.nodes * args.pods_per_node,
         "candidates": args.candidates,
         "iterations": args.iterations,
+        "affinity": args.affinity,
         "churn": args.churn,
         "other_tree": str(args.other),
         "ms": {name: {verb: stats(values) for verb, values in by_verb.items()} for name, by_verb in samples.items()},

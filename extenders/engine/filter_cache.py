@@ -3,12 +3,12 @@ unchanged, so a warm class only walks the nodes that changed."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from itertools import compress, repeat
-from operator import attrgetter, contains, eq, is_, is_not, not_
-from typing import Any, cast
+from operator import attrgetter, contains, eq, ge, is_, is_not, lt, not_, or_
+from typing import cast
 
-from extenders.engine.prepared import CheckFn, PreparedPod
+from extenders.engine.prepared import CrossStep, PreparedPod
 from extenders.engine.results import NOT_FOUND, FilterResult
 from extenders.equivalence import FILTER, ClassMemo, digests, fingerprints
 from extenders.equivalence.packing import unpack_filter
@@ -18,6 +18,7 @@ from extenders.snapshot import Snapshot
 
 _PODS = attrgetter("pods")
 _VERSION = attrgetter("version")
+_FIT = attrgetter("fit")
 
 
 def _holds_pod(snapshot: Snapshot, uid: str, names: list[str], infos: list[NodeInfo]) -> bool:
@@ -55,13 +56,13 @@ def filter_cached(prepared: PreparedPod, node_names: Iterable[str], memo: ClassM
         memo.held_at.clear()
         memo.held_layout = layout.signature
     same = list(map(eq, map(held.get, names, repeat(0)), map(_VERSION, infos)))  # versions start at 1
-    if layout.cross:  # the steps that read other nodes still run on each node
-        return _filter_walk(prepared, names, memo, hold=True, infos=infos, kept=same)
     computed = from_shared = 0
     if False in same:
         walked = _filter_walk(prepared, list(compress(names, map(not_, same))), memo, hold=True)
         computed, from_shared = walked.computed, walked.shared
     verdicts = list(map(memo.outcome.__getitem__, names))
+    if layout.cross:  # the steps that read other nodes still run, on each node they decide
+        _cross_all(prepared.pod, infos, layout.cross, list(map(memo.held_at.__getitem__, names)), verdicts)
     result = FilterResult(list(compress(names, map(is_, verdicts, repeat(None)))))
     if len(result.passing) != len(names):
         fail = result.fail
@@ -72,14 +73,44 @@ def filter_cached(prepared: PreparedPod, node_names: Iterable[str], memo: ClassM
     return result
 
 
-def _filter_walk(
-    prepared: PreparedPod,
-    names: list[str],
-    memo: ClassMemo,
-    hold: bool,
-    infos: Sequence[NodeInfo | None] | None = None,
-    kept: list[bool] | None = None,
-) -> FilterResult:
+def _cross_all(
+    pod: PodInfo, infos: list[NodeInfo], cross: list[CrossStep], failed_at: list[int], verdicts: list[Verdict | None]
+) -> None:
+    """``verdicts`` (node-local, one per node of ``infos``) once the steps that read other nodes have
+    run, in place: each step, in policy order, on the nodes whose first failing local step
+    (``failed_at``, -1: none) does not come before it and that no earlier step refused, all at once
+    where the filter can (``check_all``). The same verdicts ``_cross_checks`` gives node by node.
+
+    Kept in C passes where it can: this runs over every candidate of every call for such pods, and
+    most often every node passed the local steps (kube-scheduler's own filters sent only those).
+    """
+    count = len(infos)
+    # The nodes still undecided, by position (None: every node, all of them passed the local steps).
+    undecided: list[int] | None = None
+    if any(map(is_not, verdicts, repeat(None))):
+        undecided = list(compress(range(count), map(is_not, verdicts, repeat(NOT_FOUND))))
+    for before, check, state, check_all in cross:
+        deciding: list[int] | None = None
+        nodes = infos
+        if undecided is not None:
+            # A step runs on a node whose local steps all passed, or failed first at or after it.
+            reaches = list(map(or_, map(lt, failed_at, repeat(0)), map(ge, failed_at, repeat(before))))
+            deciding = list(compress(undecided, map(reaches.__getitem__, undecided)))
+            if not deciding:
+                break  # later steps come later still: no node reaches them
+            nodes = list(map(infos.__getitem__, deciding))
+        outcomes = check_all(pod, nodes, state) if check_all is not None else [check(pod, n, state) for n in nodes]
+        refused = list(compress(range(len(outcomes)), map(not_, map(_FIT, outcomes))))
+        if not refused:
+            continue
+        where = refused if deciding is None else list(map(deciding.__getitem__, refused))
+        for i, j in zip(where, refused, strict=True):
+            verdicts[i] = outcomes[j]
+        gone = set(where)
+        undecided = [i for i in (range(count) if undecided is None else undecided) if i not in gone]
+
+
+def _filter_walk(prepared: PreparedPod, names: list[str], memo: ClassMemo, hold: bool) -> FilterResult:
     """``filter_prepared`` with node-local verdicts reused from ``memo`` where the parts of the node
     they rest on are unchanged, and stored there where not.
 
@@ -90,8 +121,8 @@ def _filter_walk(
     memo has no valid entry for may have one from another replica (``memo.shared``), taken when the
     digests it carries are the node's; what is computed goes to ``memo.outbox`` when there is one.
     ``hold``: no node holds the pod; each node's node-local verdict is noted in ``memo.held``,
-    ``memo.outcome`` and ``memo.held_at`` for ``filter_cached``, and ``kept`` (with ``infos``, the
-    named nodes) says which nodes' noted verdicts still hold: those are taken as they are.
+    ``memo.outcome`` and ``memo.held_at`` for ``filter_cached``, which runs the steps that read
+    other nodes itself (``_cross_all``): the result then carries node-local verdicts only.
     """
     result = FilterResult()
     passing, failed, unresolvable = result.passing, result.failed, result.unresolvable
@@ -99,7 +130,8 @@ def _filter_walk(
     pod = prepared.pod
     uid = pod.uid
     layout = prepared.layout()
-    families, key, local, cross, tag = layout.families, layout.key, layout.local, layout.cross, layout.tag
+    families, key, local, tag = layout.families, layout.key, layout.local, layout.tag
+    cross = [] if hold else layout.cross
     everything = len(local)
     entries = memo.filter
     shared = memo.shared.get(FILTER)
@@ -108,14 +140,9 @@ def _filter_walk(
     pass_node = passing.append
     # Counted where rare (most nodes are reused): reused = every node - computed.
     computed = from_shared = 0
-    found = infos if infos is not None else list(map(nodes.get, names))
-    for name, node, still in zip(names, found, kept or [False] * len(names), strict=True):
+    for name, node in zip(names, map(nodes.get, names), strict=True):
         verdict: Verdict | None
-        if still and node is not None:  # (a node is held only when known)
-            verdict = held_verdicts[name]
-            if cross and verdict is not NOT_FOUND:
-                verdict = _cross_checks(pod, node, cross, held_at[name], everything, verdict)
-        elif node is None or node.node is None:
+        if node is None or node.node is None:
             verdict = NOT_FOUND
             computed += 1
             if hold and node is not None:
@@ -168,7 +195,7 @@ def _filter_walk(
 def _cross_checks(
     pod: PodInfo,
     node: NodeInfo,
-    cross: list[tuple[int, CheckFn, Any]],
+    cross: list[CrossStep],
     failed_at: int,
     everything: int,
     verdict: Verdict | None,
@@ -176,7 +203,7 @@ def _cross_checks(
     """The node's verdict once the steps that read other nodes have run, in policy order: those
     before the first failing node-local step (``failed_at``; all of them when none failed)."""
     limit = everything if failed_at < 0 else failed_at
-    for before, check, state in cross:
+    for before, check, state, _ in cross:
         if before > limit:
             break
         outcome = check(pod, node, state)

@@ -12,12 +12,13 @@ from extenders.equivalence import fingerprint_key
 from extenders.equivalence.packing import layout_tag
 from extenders.labels import SelectorError
 from extenders.model import NodeInfo, PodInfo
-from extenders.plugins.framework import SKIP, Filter, Verdict
+from extenders.plugins.framework import SKIP, CheckAllFn, Filter, Verdict
 from extenders.plugins.registry import FILTERS
 from extenders.policy import Policy
 from extenders.snapshot import Snapshot
 
 CheckFn = Callable[[PodInfo, NodeInfo, Any], Verdict]
+CrossStep = tuple[int, CheckFn, Any, CheckAllFn | None]
 
 
 @dataclass(slots=True)
@@ -33,13 +34,13 @@ class _Layout:
     """The active steps split for the equivalence cache, in policy order.
 
     ``local``: (check, state, how many of ``families`` the verdict rests on once this step has
-    run); ``cross``: (how many local steps come before it, check, state) for the steps that read
-    other nodes and are evaluated on every call.
+    run); ``cross``: (how many local steps come before it, check, state, the filter's ``check_all``
+    or None) for the steps that read other nodes and are evaluated on every call.
     """
 
     families: tuple[str, ...]
     local: list[tuple[CheckFn, Any, int]]
-    cross: list[tuple[int, CheckFn, Any]]
+    cross: list[CrossStep]
     key: str  # where a node keeps its fingerprints of ``families``
     tag: int  # the layout's steps and families, for entries shared between replicas
     signature: str  # what ``tag`` digests, in full (no collision can pass one layout for another)
@@ -173,13 +174,14 @@ class PreparedPod:
         if self._layout is None:
             families: list[str] = []
             local: list[tuple[CheckFn, Any, int]] = []
-            cross: list[tuple[int, CheckFn, Any]] = []
+            cross: list[CrossStep] = []
             by_name = {step.name: step for step in self.steps}
             signature: list[str] = []
             for name, check, state in self._active:
-                reads = by_name[name].filter.node_families
+                step = by_name[name]
+                reads = step.filter.node_families
                 if reads is None:
-                    cross.append((len(local), check, state))
+                    cross.append((len(local), check, state, step.filter.check_all if step.error is None else None))
                     signature.append(f"cross:{name}")
                     continue
                 families.extend(f for f in reads if f not in families)

@@ -79,6 +79,10 @@ class FilterPlugin(Protocol[S]):
     place of ``old`` (the same node with pods removed or added, e.g. preemption victims), without
     rescanning the snapshot. Filters without it have node-independent state.
 
+    ``check_all(pod, nodes, state) -> list[Verdict]``, for a filter that reads other nodes: ``check``
+    on each of ``nodes``, in order, at once. Such a filter runs on every candidate of every call (its
+    verdicts are never cached), and deciding them together saves a call per node.
+
     And one optional attribute, ``node_families``: the ``NodeFamily`` parts of the node ``check``
     reads, for a filter whose verdict depends on nothing else (the pod's fields aside) and whose
     ``prepare`` reads only the pod. Only such filters' verdicts are cached per equivalence class.
@@ -141,6 +145,7 @@ class ScorePlugin(Protocol[S]):
 
 
 AdjustFn = Callable[[Any, PodInfo, NodeInfo | None, NodeInfo], Any]
+CheckAllFn = Callable[[PodInfo, list[NodeInfo], Any], list[Verdict]]
 ConstantFn = Callable[[PodInfo, Snapshot, list[NodeInfo], Any, ScoringContext], ConstantScore | None]
 ScoreAllFn = Callable[[PodInfo, list[NodeInfo], Any, ScoringContext], list[float]]
 NormalizeValuesFn = Callable[[list[float], Any], list[float]]
@@ -156,12 +161,21 @@ class Filter:
     adjust: AdjustFn | None
     node_families: tuple[str, ...] | None = None  # None: reads other nodes, never cached
     cacheable: Callable[[Any], bool] | None = None  # None: every state of a node-local filter is
+    check_all: CheckAllFn | None = None  # None: ``check`` node by node
 
     @classmethod
     def of(cls, name: str, plugin: FilterPlugin[Any]) -> Filter:
         families = getattr(plugin, "node_families", None)
         adjust = getattr(plugin, "adjust", None)
-        return cls(name, plugin.prepare, plugin.check, adjust, families, getattr(plugin, "cacheable", None))
+        return cls(
+            name,
+            plugin.prepare,
+            plugin.check,
+            adjust,
+            families,
+            getattr(plugin, "cacheable", None),
+            getattr(plugin, "check_all", None),
+        )
 
 
 @dataclass(slots=True, frozen=True)

@@ -24,6 +24,7 @@ from typing import Any, cast
 from extenders.labels import AffinityTerm, compile_affinity_terms, required_pod_affinity_terms
 from extenders.model import NodeInfo, PodInfo
 from extenders.plugins.framework import FIT, SKIP, Verdict
+from extenders.plugins.helper.node_labels import labels_of, positions_in, values_of
 from extenders.plugins.inter_pod_affinity.terms import by_namespace, may_select, namespace_labels, resolve_terms
 from extenders.snapshot import Snapshot
 from extenders.snapshot.pod_query import PodQuery, term_query
@@ -208,6 +209,11 @@ def _finish(state: AffinityState) -> AffinityState:
     return state
 
 
+def _counted(counts: Mapping[Pair, int], key: str) -> set[str]:
+    """The values of topology key ``key`` with a positive count."""
+    return {value for (topology_key, value), count in counts.items() if topology_key == key and count > 0}
+
+
 class InterPodAffinityFilter:
     def prepare(self, pod: PodInfo, snapshot: Snapshot) -> Any:
         summary = snapshot.summary()
@@ -274,6 +280,25 @@ class InterPodAffinityFilter:
             _add_node(fresh, pod, old, -1)
         _add_node(fresh, pod, new, 1)
         return _finish(fresh)
+
+    def check_all(self, pod: PodInfo, nodes: list[NodeInfo], state: Any) -> list[Verdict]:
+        """``check`` on every node: the anti-affinity refusals found by label value for all nodes at
+        once (a node fails when its value under a term's key has a positive count)."""
+        if state.affinity:  # which affinity terms a node satisfies is worked out node by node
+            check = self.check
+            return [check(pod, node, state) for node in nodes]
+        verdicts = [FIT] * len(nodes)
+        labels = labels_of(nodes)
+        # Existing pods' terms first, so the pod's own terms, which ``check`` looks at first, win.
+        existing = state.existing_anti_counts
+        for key in state.existing_keys if existing else ():
+            for i in positions_in(values_of(labels, key), _counted(existing, key)):
+                verdicts[i] = _FAIL_EXISTING
+        anti_counts = state.anti_affinity_counts
+        for term in state.anti_affinity if anti_counts else ():
+            for i in positions_in(values_of(labels, term.topology_key), _counted(anti_counts, term.topology_key)):
+                verdicts[i] = _FAIL_ANTI
+        return verdicts
 
     def check(self, pod: PodInfo, node: NodeInfo, state: Any) -> Verdict:
         labels = node.labels

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import compress, repeat
+from operator import is_, lt, or_
 from typing import Any, cast
 
 from extenders.canonical import canonical_json
@@ -35,6 +37,7 @@ from extenders.labels import (
 )
 from extenders.model import NodeInfo, PodInfo
 from extenders.plugins.framework import FIT, SKIP, Verdict
+from extenders.plugins.helper.node_labels import labels_of, values_of
 from extenders.plugins.pod_topology_spread.selectors import constraint_selector, counts_nothing, eligibility_key
 from extenders.snapshot import Snapshot
 from extenders.snapshot.pod_query import PodQuery, namespace_query
@@ -231,6 +234,23 @@ class TopologySpreadFilter:
             _add_node(fresh, pod, old, -1, updating)
         _add_node(fresh, pod, new, 1, updating)
         return _finish(fresh)
+
+    def check_all(self, pod: PodInfo, nodes: list[NodeInfo], state: Any) -> list[Verdict]:
+        """``check`` on every node, one constraint at a time over all of them: a node keeps the verdict
+        of the first constraint it fails, as ``check`` stops there."""
+        verdicts = [FIT] * len(nodes)
+        labels = labels_of(nodes)
+        for index, constraint in enumerate(state.constraints):
+            values = values_of(labels, constraint.topology_key)
+            counts = state.counts[index]
+            # ``check``'s skew test, matching + self_match - minimum > max_skew, solved for matching.
+            most = constraint.max_skew - constraint.self_match + state.minimums[index]
+            unlabelled = list(map(is_, values, repeat(None)))
+            over = list(map(lt, repeat(most), map(counts.get, values, repeat(0))))
+            for i in compress(range(len(nodes)), map(or_, unlabelled, over)):
+                if verdicts[i] is FIT:
+                    verdicts[i] = _FAIL_LABEL if unlabelled[i] else _FAIL_SKEW
+        return verdicts
 
     def check(self, pod: PodInfo, node: NodeInfo, state: Any) -> Verdict:
         labels = node.labels
