@@ -8,7 +8,7 @@ engine has its own equivalence cache (warm class; every call's candidates are fi
 engines untimed). Answers must be equal.
 
     python bench/bench_engine_ab.py OTHER_TREE [--nodes 5000] [--pods-per-node 20] [--candidates 500]
-        [--iterations 3000] [--affinity] [--churn]
+        [--iterations 3000] [--affinity] [--prefiltered] [--churn]
 
 Prints one JSON object.
 """
@@ -81,6 +81,11 @@ def main() -> int:
         help="5%% of existing pods and the incoming pod carry a required anti-affinity term (as bench_filter)",
     )
     parser.add_argument(
+        "--prefiltered",
+        action="store_true",
+        help="candidates drawn from the nodes the pod fits, as kube-scheduler sends them once its own filters ran",
+    )
+    parser.add_argument(
         "--churn",
         action="store_true",
         help="a new snapshot, one node rebuilt with one more pod, before every pair of calls (as when pods bind "
@@ -93,6 +98,8 @@ def main() -> int:
     snapshot.sealed = True
     pod = incoming(args.affinity)
     names = sorted(snapshot.nodes)
+    if args.prefiltered:
+        names = engine.filter_nodes(policy, pod, snapshot, names).passing
     rng = random.Random(2)
     caches = {name: EquivalenceCache() for name in engines}
     samples: dict[str, dict[str, list[float]]] = {name: {"filter": [], "prioritize": []} for name in engines}
@@ -107,7 +114,7 @@ def main() -> int:
         return passed.passing, scores, (middle - start) * 1e3, (end - middle) * 1e3
 
     for iteration in range(args.iterations):
-        candidates = rng.sample(names, args.candidates)
+        candidates = rng.sample(names, min(args.candidates, len(names)))
         if args.churn:
             snapshot = _churn(snapshot, rng.choice(names), iteration, args.affinity, rng)
         else:  # every call's candidates seen once by both engines, untimed
@@ -130,6 +137,7 @@ def main() -> int:
         "candidates": args.candidates,
         "iterations": args.iterations,
         "affinity": args.affinity,
+        "prefiltered": args.prefiltered,
         "churn": args.churn,
         "other_tree": str(args.other),
         "ms": {name: {verb: stats(values) for verb, values in by_verb.items()} for name, by_verb in samples.items()},
