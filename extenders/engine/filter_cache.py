@@ -79,7 +79,7 @@ def _cross_all(
     """``verdicts`` (node-local, one per node of ``infos``) once the steps that read other nodes have
     run, in place: each step, in policy order, on the nodes whose first failing local step
     (``failed_at``, -1: none) does not come before it and that no earlier step refused, all at once
-    where the filter can (``check_all``). The same verdicts ``_cross_checks`` gives node by node.
+    where the filter can (``check_all``), else node by node.
 
     Kept in C passes where it can: this runs over every candidate of every call for such pods, and
     most often every node passed the local steps (kube-scheduler's own filters sent only those).
@@ -124,20 +124,21 @@ def _filter_walk(prepared: PreparedPod, names: list[str], memo: ClassMemo, hold:
     ``memo.outcome`` and ``memo.held_at`` for ``filter_cached``, which runs the steps that read
     other nodes itself (``_cross_all``): the result then carries node-local verdicts only.
     """
-    result = FilterResult()
-    passing, failed, unresolvable = result.passing, result.failed, result.unresolvable
     nodes = prepared.snapshot.nodes
     pod = prepared.pod
     uid = pod.uid
     layout = prepared.layout()
     families, key, local, tag = layout.families, layout.key, layout.local, layout.tag
     cross = [] if hold else layout.cross
-    everything = len(local)
+    verdicts: list[Verdict | None] = []
+    # The nodes walked through the local steps, which the cross-node steps still decide (``_cross_all``).
+    crossing: list[int] = []
+    crossing_nodes: list[NodeInfo] = []
+    crossing_at: list[int] = []
     entries = memo.filter
     shared = memo.shared.get(FILTER)
     outbox = memo.outbox
     held, held_verdicts, held_at = memo.held, memo.outcome, memo.held_at
-    pass_node = passing.append
     # Counted where rare (most nodes are reused): reused = every node - computed.
     computed = from_shared = 0
     for name, node in zip(names, map(nodes.get, names), strict=True):
@@ -181,32 +182,23 @@ def _filter_walk(prepared: PreparedPod, names: list[str], memo: ClassMemo, hold:
             if hold:
                 held[name], held_verdicts[name], held_at[name] = node.version, verdict, failed_at
             if cross:
-                verdict = _cross_checks(pod, node, cross, failed_at, everything, verdict)
+                crossing.append(len(verdicts))
+                crossing_nodes.append(node)
+                crossing_at.append(failed_at)
+        verdicts.append(verdict)
+    if crossing:
+        decided = list(map(verdicts.__getitem__, crossing))
+        _cross_all(pod, crossing_nodes, cross, crossing_at, decided)
+        for i, verdict in zip(crossing, decided, strict=True):
+            verdicts[i] = verdict
+    result = FilterResult()
+    passing, failed, unresolvable = result.passing, result.failed, result.unresolvable
+    for name, verdict in zip(names, verdicts, strict=True):
         if verdict is None:
-            pass_node(name)
+            passing.append(name)
         elif verdict.unresolvable:
             unresolvable[name] = verdict.reason
         else:
             failed[name] = verdict.reason
     result.reused, result.computed, result.shared = len(names) - computed, computed, from_shared
     return result
-
-
-def _cross_checks(
-    pod: PodInfo,
-    node: NodeInfo,
-    cross: list[CrossStep],
-    failed_at: int,
-    everything: int,
-    verdict: Verdict | None,
-) -> Verdict | None:
-    """The node's verdict once the steps that read other nodes have run, in policy order: those
-    before the first failing node-local step (``failed_at``; all of them when none failed)."""
-    limit = everything if failed_at < 0 else failed_at
-    for before, check, state, _ in cross:
-        if before > limit:
-            break
-        outcome = check(pod, node, state)
-        if not outcome.fit:
-            return outcome
-    return verdict
