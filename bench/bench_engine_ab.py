@@ -30,7 +30,7 @@ import orjson
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.bench_filter import _churn, build, incoming  # noqa: E402
+from bench.bench_filter import build, churned, incoming  # noqa: E402
 from bench.bench_http_filter import stats  # noqa: E402
 from extenders import engine  # noqa: E402
 from extenders.equivalence import EquivalenceCache  # noqa: E402
@@ -116,7 +116,7 @@ def main() -> int:
     for iteration in range(args.iterations):
         candidates = rng.sample(names, min(args.candidates, len(names)))
         if args.churn:
-            snapshot = _churn(snapshot, rng.choice(names), iteration, args.affinity, rng)
+            snapshot = churned(snapshot, rng.choice(names), iteration, args.affinity, rng)
         else:  # every call's candidates seen once by both engines, untimed
             first = [run(name, candidates)[:2] for name in engines]
             if first[0] != first[1]:

@@ -116,7 +116,7 @@ def incoming(affinity: bool) -> PodInfo:
     return pod
 
 
-def _churn(snapshot: Snapshot, name: str, iteration: int, affinity: bool, rng: random.Random) -> Snapshot:
+def churned(snapshot: Snapshot, name: str, iteration: int, affinity: bool, rng: random.Random) -> Snapshot:
     """A new snapshot sharing every node but ``name``, which is rebuilt with one more pod."""
     old = snapshot.nodes[name]
     pods = [*old.pods.values(), _pod(rng, f"churn-{iteration}", name, affinity)]
@@ -172,7 +172,7 @@ def main() -> None:
     passing = 0
     for iteration in range(args.iterations):
         if args.churn:
-            snapshot = _churn(snapshot, rng.choice(names), iteration, args.affinity, rng)
+            snapshot = churned(snapshot, rng.choice(names), iteration, args.affinity, rng)
         candidates = rng.sample(names, args.candidates)
         if args.cache == "distinct":
             pod.labels = {**pod.labels, "serial": str(iteration)}
