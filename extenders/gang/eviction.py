@@ -153,21 +153,17 @@ class EvictionStore:
             await self.redis.hdel(self.key, *fields)
 
     async def mark_preempting(
-        self,
-        uids: Sequence[str],
-        offered: Sequence[str] = (),
-        seconds: float = PREEMPTING_SECONDS,
-        *,
-        preemptor: str = "",
-        nodes: Mapping[str, Sequence[str]] | None = None,
+        self, nodes: Mapping[str, Sequence[str]], *, preemptor: str = "", seconds: float = PREEMPTING_SECONDS
     ) -> None:
-        """``uids`` are being evicted by kube-scheduler (maybe not yet seen): leaving, for a while;
-        ``offered``: every victim of the answer, some of which kube-scheduler may evict; ``nodes``:
-        the answer itself (node -> victim uids), kept for ``preemptor`` (its uid)."""
+        """Mark the victims of a preempt answer (node -> victim uids) for a while: every one as offered
+        (kube-scheduler may evict it), and with one node as being evicted too (kube-scheduler can only
+        pick that node). With ``preemptor`` (its uid), the answer is also kept for it (``victims_for``)."""
+        evicting = next(iter(nodes.values())) if len(nodes) == 1 else ()
+        offered = [uid for victims in nodes.values() for uid in victims]
         now = int(time.time() * 1000)
         until = now + int(seconds * 1000)
         async with self.redis.pipeline(transaction=True) as pipe:
-            for key, marked in ((self.preempting_key, uids), (self.offered_key, offered)):
+            for key, marked in ((self.preempting_key, evicting), (self.offered_key, offered)):
                 pipe.zremrangebyscore(key, "-inf", now)
                 if marked:
                     pipe.zadd(key, dict.fromkeys(marked, until))

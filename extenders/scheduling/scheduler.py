@@ -351,18 +351,12 @@ class Scheduler:
                     # Unrecorded, the gang's members elsewhere would stay: that gang would be left half alive.
                     log.warning("preempt %s: no candidate: its gang eviction was not recorded (%s)", pod.key, exc)
                     return {}
-            # With one node, kube-scheduler can only pick it: its victims are leaving. Any answered victim
-            # may be evicted, and found missing when kube-scheduler retries with it (see NodeSelector).
-            certain = next(iter(result.nodes.values())).uids if len(result.nodes) == 1 else []
-            answered = [uid for victims in result.nodes.values() for uid in victims.uids]
-            if answered:
+            # Any answered victim may be evicted, and found missing when kube-scheduler retries with it
+            # (see NodeSelector); with one node, kube-scheduler can only pick it.
+            answer = {name: victims.uids for name, victims in result.nodes.items()}
+            if any(answer.values()):
                 try:
-                    await self.gangs.evictions.mark_preempting(
-                        certain,
-                        answered,
-                        preemptor=pod.uid,
-                        nodes={name: victims.uids for name, victims in result.nodes.items()},
-                    )
+                    await self.gangs.evictions.mark_preempting(answer, preemptor=pod.uid)
                 except (RedisError, OSError) as exc:
                     log.warning("preempt %s: its victims were not marked (%s)", pod.key, exc)
             return result.nodes

@@ -119,23 +119,26 @@ async def test_a_gang_taken_whole_places_no_more_members_and_those_placed_since_
 async def test_victims_marked_as_preempting_read_back_until_their_mark_ends(replicas: Factory) -> None:
     (r0,) = await replicas(1)
     evictions = r0.gangs.evictions
-    await evictions.mark_preempting(["u1", "u2"], ["u1", "u2", "o1"], seconds=0.3)
-    await evictions.mark_preempting(["u3"], ["u3"], seconds=5)
-    await evictions.mark_preempting([], ["o2"], seconds=5)  # an answer with several nodes: offered only
-    assert await evictions.preempting() == (frozenset({"u1", "u2", "u3"}), frozenset({"u1", "u2", "o1", "u3", "o2"}))
+    await evictions.mark_preempting({"n1": ["u1", "u2"]}, seconds=0.3)
+    await evictions.mark_preempting({"n1": ["u3"]}, seconds=5)
+    # An answer with several nodes: offered only, a node without victims counted among them.
+    await evictions.mark_preempting({"n1": ["o1"], "n2": []}, seconds=0.3)
+    await evictions.mark_preempting({"n1": ["o2"], "n2": ["o3"]}, seconds=5)
+    marked = await evictions.preempting()
+    assert marked == (frozenset({"u1", "u2", "u3"}), frozenset({"u1", "u2", "o1", "u3", "o2", "o3"}))
     await asyncio.sleep(0.4)
-    assert await evictions.preempting() == (frozenset({"u3"}), frozenset({"u3", "o2"}))
-    await evictions.mark_preempting([], [])  # prunes the ended marks
+    assert await evictions.preempting() == (frozenset({"u3"}), frozenset({"u3", "o2", "o3"}))
+    await evictions.mark_preempting({})  # prunes the ended marks
     assert await evictions.redis.zcard(evictions.preempting_key) == 1
-    assert await evictions.redis.zcard(evictions.offered_key) == 2
+    assert await evictions.redis.zcard(evictions.offered_key) == 3
 
 
 async def test_each_answer_is_kept_for_its_preemptor_by_node(replicas: Factory) -> None:
     (r0,) = await replicas(1)
     evictions = r0.gangs.evictions
-    await evictions.mark_preempting([], ["a", "b"], preemptor="p1", nodes={"n1": ["a"], "n2": ["b"]})
-    await evictions.mark_preempting(["c"], ["c"], preemptor="p1", nodes={"n2": ["c"]})  # a later answer for n2
-    await evictions.mark_preempting(["d"], ["d"], preemptor="p2", nodes={"n1": ["d"]})
+    await evictions.mark_preempting({"n1": ["a"], "n2": ["b"]}, preemptor="p1")
+    await evictions.mark_preempting({"n2": ["c"]}, preemptor="p1")  # a later answer for n2
+    await evictions.mark_preempting({"n1": ["d"]}, preemptor="p2")
     assert await evictions.victims_for("p1") == {"n1": frozenset({"a"}), "n2": frozenset({"c"})}
     assert await evictions.victims_for("p2") == {"n1": frozenset({"d"})}
     assert await evictions.victims_for("p3") == {}
