@@ -239,25 +239,30 @@ class Binder:
         only spares a catch-up round trip when it is still current. A refusal owed only to the
         victims of the pod's own preemption is tried again once they are seen gone."""
         checked = await self._reserve(pod, node, ttl, snapshot)
-        if checked.unfit and await self.await_own_victims(pod, node, checked.snapshot):
-            checked = await self._reserve(pod, node, ttl, None)
-            self.runtime.telemetry.preemptor_retries.labels("refused" if checked.error else "bound").inc()
+        if checked.unfit:
+            gone = await self.await_own_victims(pod, node, checked.snapshot)
+            if gone is not None:
+                if gone:
+                    checked = await self._reserve(pod, node, ttl, None)
+                outcome = "bound" if gone and not checked.error else "refused"
+                self.runtime.telemetry.preemptor_retries.labels(outcome).inc()
         return checked
 
-    async def await_own_victims(self, pod: PodInfo, node: str, snapshot: Snapshot) -> bool:
+    async def await_own_victims(self, pod: PodInfo, node: str, snapshot: Snapshot) -> bool | None:
         """Whether victims that the pod's own preemption offered on ``node``, the only pods in its
-        way there in ``snapshot``, were seen gone within ``victim_wait_seconds``. kube-scheduler
-        binds a preemptor once its informer sees them go, which can be before this snapshot does."""
+        way there in ``snapshot``, were seen gone within ``victim_wait_seconds``; None when there are
+        no such victims to wait for. kube-scheduler binds a preemptor once its informer sees them go,
+        which can be before this snapshot does."""
         info = snapshot.node(node)
         if self.victims_of is None or self.victim_wait_seconds <= 0 or not pod.uid or info is None:
-            return False
+            return None
         try:
             victims = (await self.victims_of(pod.uid)).get(node, frozenset()) & info.pods.keys()
         except (RedisError, OSError) as exc:
             log.debug("could not read the victims of %s's preemption: %s", pod.key, exc)
-            return False
+            return None
         if not victims or self.fit(pod, engine.without_pods(info, {*victims, pod.uid}), snapshot):
-            return False
+            return None
         log.info("bind of %s waits for its preemption's victims on %s to go: %s", pod.key, node, sorted(victims))
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.victim_wait_seconds
@@ -266,7 +271,6 @@ class Binder:
             current = (await self.runtime.snapshot()).node(node)
             if current is None or not victims & current.pods.keys():
                 return True
-        self.runtime.telemetry.preemptor_retries.labels("refused").inc()
         return False
 
     async def _reserve(self, pod: PodInfo, node: str, ttl: float, snapshot: Snapshot | None) -> Check:
