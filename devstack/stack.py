@@ -15,12 +15,12 @@ from pathlib import Path
 
 import httpx
 import yaml
-from prometheus_client.parser import text_string_to_metric_families
 
 from app.serving.embedded_redis import EmbeddedRedis, free_port
 from devstack.balancer import Balancer
 from devstack.controlplane import ControlPlane, KubeScheduler, extender_entries, running_control_plane
 from devstack.kube import Kube, wait_for
+from devstack.metrics import sample_total
 from devstack.replica import REPO, ServerProcess
 from devstack.tls import MutualTLS
 
@@ -142,11 +142,7 @@ class Stack:
         for replica in self.replicas:
             if replica.proc.poll() is not None:
                 continue
-            text = replica.get("/metrics").text
-            for family in text_string_to_metric_families(text):
-                for sample in family.samples:
-                    if sample.name == sample_name and all(sample.labels.get(k) == v for k, v in labels.items()):
-                        total += sample.value
+            total += sample_total(replica.get("/metrics").text, sample_name, **labels)
         return total
 
     def stop(self) -> None:

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-from prometheus_client.parser import text_string_to_metric_families
 
 from devstack.kube import Kube, KubeError, priority_class, resources, wait_for
+from devstack.metrics import sample_total
 
 LOW_PRIORITY = "scenario-low"
 HIGH_PRIORITY = "scenario-high"
@@ -112,14 +112,7 @@ class ScenarioCluster:
         counts: dict[str, int] = {}
         for url in self.target.replica_urls:
             text = httpx.get(f"{url}/metrics", timeout=5).text
-            counts[url] = int(
-                sum(
-                    sample.value
-                    for family in text_string_to_metric_families(text)
-                    for sample in family.samples
-                    if sample.name == "extender_requests_total" and sample.labels.get("verb") == verb
-                )
-            )
+            counts[url] = int(sample_total(text, "extender_requests_total", verb=verb))
         return counts
 
     def extender_events(self) -> dict[tuple[str, str], set[str]]:

@@ -12,7 +12,6 @@ from typing import Any
 
 import httpx
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from devstack.kube import resources, wait_for
 from devstack.stack import Stack
@@ -95,13 +94,7 @@ def test_gangs_cancelled_with_their_nodes_recreated_leave_nothing_that_holds_up_
 
 def decisions(stack: Stack, outcome: str) -> float:
     """``extender_gang_decisions_total{outcome}`` summed over the live replicas (the leader counts)."""
-    total = 0.0
-    for replica in stack.replicas:
-        for family in text_string_to_metric_families(replica.get("/metrics").text):
-            for sample in family.samples:
-                if sample.name == "extender_gang_decisions_total" and sample.labels.get("outcome") == outcome:
-                    total += sample.value
-    return total
+    return stack.metric("extender_gang_decisions_total", outcome=outcome)
 
 
 def gang_doc(stack: Stack, namespace: str, gang: str) -> dict[str, Any]:

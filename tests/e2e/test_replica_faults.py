@@ -12,10 +12,10 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from devstack.controlplane import ControlPlane
 from devstack.kube import resources, wait_for
+from devstack.metrics import sample_total
 from devstack.replica import ServerProcess
 from devstack.stack import Stack
 from tests.e2e.conftest import Cluster, StartStack
@@ -47,12 +47,7 @@ def readiness(replica: ServerProcess) -> dict[str, object]:
 
 def binds_answered(replica: ServerProcess) -> float:
     """The bind calls this replica answered, from its /metrics."""
-    total = 0.0
-    for family in text_string_to_metric_families(replica.get("/metrics").text):
-        for sample in family.samples:
-            if sample.name == "extender_requests_total" and sample.labels.get("verb") == "bind":
-                total += sample.value
-    return total
+    return sample_total(replica.get("/metrics").text, "extender_requests_total", verb="bind")
 
 
 def leader_index(stack: Stack) -> int:

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 import redis.asyncio as aredis
 from fastapi.testclient import TestClient
-from prometheus_client.parser import text_string_to_metric_families
 
 from app.main import create_app
 from app.settings import Settings
+from devstack.metrics import samples_by
 from extenders.gang.config import LEGACY_MIN_LABEL, LEGACY_NAME_LABEL
 from extenders.sync.store import Op, Store
 from tests.gang_support import apply
@@ -77,10 +77,7 @@ def held(redis_url: str, redis_prefix: str) -> Iterator[TestClient]:
 
 
 def sources(client: TestClient) -> dict[str, float]:
-    for family in text_string_to_metric_families(client.get("/metrics").text):
-        if family.name == "extender_filter_snapshots":
-            return {s.labels["source"]: s.value for s in family.samples if s.name.endswith("_total")}
-    return {}
+    return samples_by(client.get("/metrics").text, "extender_filter_snapshots_total", "source")
 
 
 def passing(client: TestClient, incoming: dict[str, Any]) -> list[str]:

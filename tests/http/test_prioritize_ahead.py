@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from prometheus_client.parser import text_string_to_metric_families
 
 from app.main import create_app
 from app.settings import Settings
+from devstack.metrics import sample_total
 from extenders import engine
 from tests.http.test_verbs import node, pod
 
@@ -39,10 +39,9 @@ def clients(redis_url: str, redis_prefix: str) -> Iterator[tuple[TestClient, Tes
 
 
 def ahead_total(client: TestClient, outcome: str) -> float:
-    for family in text_string_to_metric_families(client.get("/metrics").text):
-        if family.name == "extender_prioritize_ahead":
-            return sum(s.value for s in family.samples if s.name.endswith("_total") and s.labels["outcome"] == outcome)
-    raise AssertionError("no extender_prioritize_ahead family on /metrics")
+    text = client.get("/metrics").text
+    assert "extender_prioritize_ahead_total" in text, "no extender_prioritize_ahead family on /metrics"
+    return sample_total(text, "extender_prioritize_ahead_total", outcome=outcome)
 
 
 @pytest.fixture

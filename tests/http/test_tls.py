@@ -17,9 +17,9 @@ import httpx
 import pytest
 import trustme
 from cryptography import x509
-from prometheus_client.parser import text_string_to_metric_families
 
 from app.serving.embedded_redis import free_port
+from devstack.metrics import sample_total
 from tests.http.test_command_line import run_app
 from tests.plugins.servers import ServerProcess
 
@@ -58,12 +58,7 @@ def served_serial(port: int, ca: trustme.CA) -> int:
 
 def bind_requests(server: ServerProcess, health_url: str | None = None) -> float:
     text = httpx.get(f"{health_url or server.url}/metrics", verify=server.verify, timeout=5).text
-    return sum(
-        s.value
-        for f in text_string_to_metric_families(text)
-        for s in f.samples
-        if s.name == "extender_requests_total" and s.labels.get("verb") == "bind"
-    )
+    return sample_total(text, "extender_requests_total", verb="bind")
 
 
 @pytest.fixture

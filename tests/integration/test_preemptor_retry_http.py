@@ -16,8 +16,8 @@ from typing import Any
 
 import httpx
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
+from devstack.metrics import samples_by
 from tests.fake_kube.client import make_node, make_pod
 from tests.plugins.fake_kube import FakeKube
 from tests.plugins.servers import ServerProcess
@@ -48,12 +48,7 @@ class Cluster:
 
     def retries(self) -> dict[str, float]:
         """``extender_preemptor_retries_total`` by outcome."""
-        out: dict[str, float] = {}
-        for family in text_string_to_metric_families(self.server.get("/metrics").text):
-            for sample in family.samples:
-                if sample.name == "extender_preemptor_retries_total":
-                    out[sample.labels["outcome"]] = sample.value
-        return out
+        return samples_by(self.server.get("/metrics").text, "extender_preemptor_retries_total", "outcome")
 
     def bind(self, name: str, node: str) -> str:
         meta = self.pods[name]["metadata"]
