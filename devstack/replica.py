@@ -95,6 +95,11 @@ class ServerProcess:
     def get(self, path: str, timeout: float = 5.0) -> httpx.Response:
         return httpx.get(f"{self.url}{path}", verify=self.verify, timeout=timeout)
 
+    def readiness(self) -> dict[str, object]:
+        """The replica's /readyz document (``is_leader``, ``synced`` and the rest)."""
+        answer: dict[str, object] = httpx.get(f"{self.probe_url}/readyz", timeout=2, verify=self.verify).json()
+        return answer
+
     def log(self, tail: int | None = 8000) -> str:
         """The log's last ``tail`` characters (None: all of it)."""
         self._log.flush()

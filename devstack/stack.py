@@ -128,6 +128,15 @@ class Stack:
             parts.append(f"--- kube-scheduler\n{self.scheduler.log(None) if whole else self.scheduler.log()}")
         return "\n".join(parts)
 
+    def leader_index(self, timeout: float = 30) -> int:
+        """The index of the replica leading the watch, once exactly one does."""
+
+        def one_leader() -> list[int] | None:
+            leading = [i for i, r in enumerate(self.replicas) if r.readiness().get("is_leader") is True]
+            return leading if len(leading) == 1 else None
+
+        return wait_for(one_leader, timeout, "exactly one replica leads the watch")[0]
+
     def requests(self, verb: str) -> int:
         """How many ``verb`` calls the live replicas answered (from their /metrics)."""
         return int(self.metric("extender_requests_total", verb=verb))

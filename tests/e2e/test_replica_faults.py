@@ -10,7 +10,6 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 
-import httpx
 import pytest
 
 from devstack.controlplane import ControlPlane
@@ -29,7 +28,6 @@ TAKEOVER_MARGIN = 1.5
 # How long the victim is frozen before the kill: kube-scheduler's calls routed to it pile up meanwhile
 # (well inside its 5 s extender timeout).
 FROZEN_SECONDS = 1.5
-RETRIES = "extender_preemptor_retries_total"
 # From this minor kube-scheduler retries a pod whose attempt failed on an error after a backoff itself.
 QUEUEING_HINTS_MINOR = 32
 
@@ -39,23 +37,9 @@ def stack(stack_factory: StartStack) -> Stack:
     return stack_factory(replicas=2, env={"EXTENDER_LEASE_SECONDS": f"{LEASE_SECONDS:g}"})
 
 
-def readiness(replica: ServerProcess) -> dict[str, object]:
-    resp = httpx.get(f"{replica.probe_url}/readyz", timeout=2)
-    answer: dict[str, object] = resp.json()
-    return answer
-
-
 def binds_answered(replica: ServerProcess) -> float:
     """The bind calls this replica answered, from its /metrics."""
     return sample_total(replica.get("/metrics").text, "extender_requests_total", verb="bind")
-
-
-def leader_index(stack: Stack) -> int:
-    def one_leader() -> list[int] | None:
-        leading = [i for i, r in enumerate(stack.replicas) if readiness(r).get("is_leader") is True]
-        return leading if len(leading) == 1 else None
-
-    return wait_for(one_leader, 30, "exactly one replica leads the watch")[0]
 
 
 @pytest.fixture
@@ -72,7 +56,7 @@ def test_the_watch_moves_to_the_survivor_within_the_lease(cluster: Cluster, stac
     (plus a small margin), and a pod created right after the kill is bound through the survivor."""
     nodes = cluster.nodes(2, cpu="4")
     cluster.wait_synced()
-    victim_index = leader_index(stack)
+    victim_index = stack.leader_index()
     victim, survivor = stack.replicas[victim_index], stack.replicas[1 - victim_index]
     binds_before = binds_answered(survivor)
 
@@ -82,14 +66,14 @@ def test_the_watch_moves_to_the_survivor_within_the_lease(cluster: Cluster, stac
     cluster.pod("after-kill", requests=resources(cpu="1"))
 
     def survivor_leads() -> float | None:
-        return time.monotonic() if readiness(survivor).get("is_leader") is True else None
+        return time.monotonic() if survivor.readiness().get("is_leader") is True else None
 
     took = wait_for(survivor_leads, LEASE_SECONDS + 30, "the survivor leads", interval=0.05) - killed
     assert took <= LEASE_SECONDS + TAKEOVER_MARGIN, f"took the lease {took:.2f}s after the kill"
     placed = cluster.wait_bound(["after-kill"], timeout=60)
     assert placed["after-kill"] in nodes
     assert binds_answered(survivor) > binds_before, "the pod created after the kill was bound through the survivor"
-    assert readiness(survivor)["synced"] is True
+    assert survivor.readiness()["synced"] is True
     print(f"leadership moved {took:.2f}s after the SIGKILL (lease {LEASE_SECONDS:g}s)")
 
 
@@ -110,7 +94,7 @@ def test_a_replica_killed_during_a_burst_leaves_every_pod_bound_within_capacity(
     node over its capacity; the survivor's snapshot then counts exactly the bound pods."""
     nodes = cluster.nodes(BURST_NODES, cpu=str(NODE_CPU))
     cluster.wait_synced()
-    victim_index = leader_index(stack)
+    victim_index = stack.leader_index()
     victim, survivor = stack.replicas[victim_index], stack.replicas[1 - victim_index]
     balancer = stack.balancer
     assert balancer is not None
@@ -156,47 +140,3 @@ def test_a_replica_killed_during_a_burst_leaves_every_pod_bound_within_capacity(
         # Nothing but the survivor retries them before five minutes: it must have requeued them.
         assert "scheduling attempt failed on an error" in survivor.log(), "the survivor requeued no parked pod"
     print(f"killed the leader with {bound_at_kill} of {BURST_PODS} pods bound; {failed_calls} calls failed; all bound")
-
-
-@pytest.mark.every_release
-def test_a_preemptor_retried_while_the_watch_is_frozen_takes_one_victim(cluster: Cluster, stack: Stack) -> None:
-    """The watch leader is frozen before a preemptor comes, and kube-scheduler's calls reach only the
-    other replica: the preemptor's victim goes, kube-scheduler's informer sees it and retries the
-    preemptor, while our snapshot still holds the victim (nothing writes the watch's events). The retry
-    must pass and its bind wait for the watch, not preempt the other pod."""
-    nodes = cluster.nodes(2, cpu="4")
-    cluster.wait_synced()
-    low = [f"low-{i}" for i in range(len(nodes))]
-    for name, node in zip(low, nodes, strict=True):
-        cluster.pod(name, requests=resources(cpu="3"), priorityClassName="e2e-low", nodeName=node)
-    cluster.wait_bound(low)
-    leader = stack.replicas[leader_index(stack)]
-    follower = next(r for r in stack.replicas if r is not leader)
-
-    def holds_low() -> bool:
-        held = {p["name"] for node in nodes for p in follower.get(f"/v1/nodes/{node}", timeout=5).json()["pods"]}
-        return set(low) <= held
-
-    wait_for(holds_low, 30, "the follower's snapshot holds the low pods")
-    passed, waited = (stack.metric(RETRIES, outcome=o) for o in ("passed", "bound"))
-    balancer = stack.balancer
-    assert balancer is not None
-    balancer.pin(follower.port)
-    balancer.drop_clients()
-    try:
-        os.kill(leader.proc.pid, signal.SIGSTOP)
-        try:
-            cluster.pod("urgent", requests=resources(cpu="3"), priorityClassName="e2e-high")
-            wait_for(lambda: len(set(low) & set(cluster.placement())) < len(low), 30, "kube-scheduler took a victim")
-            time.sleep(LEASE_SECONDS / 2)  # kube-scheduler retries the preemptor meanwhile
-        finally:
-            os.kill(leader.proc.pid, signal.SIGCONT)
-        placed = cluster.wait_bound(["urgent"], timeout=60)
-    finally:
-        balancer.pin(None)
-    time.sleep(2)  # a second preemption would have deleted the other pod by now
-    remaining = cluster.placement()
-    assert len(set(low) & set(remaining)) == 1, f"one victim for one preemptor: {remaining}"
-    assert placed["urgent"] in nodes
-    assert stack.metric(RETRIES, outcome="passed") > passed, "the retry never met its victim in our snapshot"
-    assert stack.metric(RETRIES, outcome="bound") > waited, "its bind did not wait for the watch"
