@@ -36,6 +36,9 @@ staging="v0.$minor.$patch"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 export GOFLAGS=-mod=mod GOTOOLCHAIN=local
+# The compiler collects its garbage less often: a cold build of 1.37.2 on 2 cores took 4-9% less CPU
+# (1062 and 1120 CPU-seconds against 1163), for about 7% more peak memory (2.6 GB).
+export GOGC="${GOGC:-400}"
 
 # The release's own go.mod names the staging modules it replaces with its own tree.
 kube_mod="$(go mod download -json "k8s.io/kubernetes@$version" | sed -n 's/^\s*"GoMod": "\(.*\)",$/\1/p')"

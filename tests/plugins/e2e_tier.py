@@ -44,7 +44,7 @@ def missing_message(release: Release) -> str | None:
 
 def _release_order(item: pytest.Item) -> tuple[int, ...]:
     release = item_release(item)
-    return tuple(map(int, release.version.split("."))) if release is not None else ()
+    return release.order if release is not None else ()
 
 
 def item_release(item: pytest.Item) -> Release | None:
