@@ -19,8 +19,6 @@ from extenders.snapshot import Snapshot
 _PODS = attrgetter("pods")
 _VERSION = attrgetter("version")
 _FIT = attrgetter("fit")
-_REASON = attrgetter("reason")
-_UNRESOLVABLE = attrgetter("unresolvable")
 
 
 def _holds_pod(snapshot: Snapshot, uid: str, names: list[str], infos: list[NodeInfo]) -> bool:
@@ -65,29 +63,13 @@ def filter_cached(prepared: PreparedPod, node_names: Iterable[str], memo: ClassM
     verdicts = list(map(memo.outcome.__getitem__, names))
     if layout.cross:  # the steps that read other nodes still run, on each node they decide
         _cross_all(prepared.pod, infos, layout.cross, list(map(memo.held_at.__getitem__, names)), verdicts)
-    result = _result(names, verdicts)
-    result.reused, result.computed, result.shared = len(names) - computed, computed, from_shared
-    return result
-
-
-def _result(names: list[str], verdicts: list[Verdict | None]) -> FilterResult:
-    """The names split by their verdicts (None: passes) into passing, failed and unresolvable, in
-    ``names``' order: in C passes, since a pod that fits few of many candidates fails most of them."""
     result = FilterResult(list(compress(names, map(is_, verdicts, repeat(None)))))
-    if len(result.passing) == len(names):
-        return result
-    failing = list(map(is_not, verdicts, repeat(None)))
-    failed_names = list(compress(names, failing))
-    failed = cast(list[Verdict], list(compress(verdicts, failing)))
-    hopeless = list(map(_UNRESOLVABLE, failed))
-    if True not in hopeless:
-        result.failed = dict(zip(failed_names, map(_REASON, failed), strict=True))
-        return result
-    helped = list(map(not_, hopeless))
-    result.failed = dict(zip(compress(failed_names, helped), map(_REASON, compress(failed, helped)), strict=True))
-    result.unresolvable = dict(
-        zip(compress(failed_names, hopeless), map(_REASON, compress(failed, hopeless)), strict=True)
-    )
+    if len(result.passing) != len(names):
+        fail = result.fail
+        for name, verdict in compress(zip(names, verdicts, strict=True), map(is_not, verdicts, repeat(None))):
+            if verdict is not None:  # always (compressed so); the type checker cannot tell
+                fail(name, verdict)
+    result.reused, result.computed, result.shared = len(names) - computed, computed, from_shared
     return result
 
 
@@ -209,6 +191,14 @@ def _filter_walk(prepared: PreparedPod, names: list[str], memo: ClassMemo, hold:
         _cross_all(pod, crossing_nodes, cross, crossing_at, decided)
         for i, verdict in zip(crossing, decided, strict=True):
             verdicts[i] = verdict
-    result = _result(names, verdicts)
+    result = FilterResult()
+    passing, failed, unresolvable = result.passing, result.failed, result.unresolvable
+    for name, verdict in zip(names, verdicts, strict=True):
+        if verdict is None:
+            passing.append(name)
+        elif verdict.unresolvable:
+            unresolvable[name] = verdict.reason
+        else:
+            failed[name] = verdict.reason
     result.reused, result.computed, result.shared = len(names) - computed, computed, from_shared
     return result
