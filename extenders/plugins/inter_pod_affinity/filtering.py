@@ -19,8 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from itertools import compress, repeat
-from operator import contains, is_, not_, or_
 from typing import Any, cast
 
 from extenders.labels import AffinityTerm, compile_affinity_terms, required_pod_affinity_terms
@@ -216,20 +214,6 @@ def _counted(counts: Mapping[Pair, int], key: str) -> set[str]:
     return {value for (topology_key, value), count in counts.items() if topology_key == key and count > 0}
 
 
-def _affinity_unmet(state: AffinityState, labels: list[Mapping[str, str]]) -> list[int]:
-    """The positions of the nodes (by their ``labels``) that fail the pod's affinity terms."""
-    counts = state.affinity_counts
-    goes_first = not counts and state.matches_own_affinity  # no pod matches yet, and the pod itself does
-    unmet = [False] * len(labels)
-    for term in state.affinity:
-        values = values_of(labels, term.topology_key)
-        if goes_first:  # only the key must be there
-            unmet = list(map(or_, unmet, map(is_, values, repeat(None))))
-        else:  # a missing key has no count either
-            unmet = list(map(or_, unmet, map(not_, map(contains, repeat(_counted(counts, term.topology_key)), values))))
-    return list(compress(range(len(labels)), unmet))
-
-
 class InterPodAffinityFilter:
     def prepare(self, pod: PodInfo, snapshot: Snapshot) -> Any:
         summary = snapshot.summary()
@@ -298,12 +282,14 @@ class InterPodAffinityFilter:
         return _finish(fresh)
 
     def check_all(self, pod: PodInfo, nodes: list[NodeInfo], state: Any) -> list[Verdict]:
-        """``check`` on every node, each rule decided for all nodes at once by label value: a node fails
-        an affinity term when it lacks the term's key or (unless the pod may go first, see ``check``)
-        its value counts no matching pod, and an anti-affinity term when its value counts one."""
+        """``check`` on every node: the anti-affinity refusals found by label value for all nodes at
+        once (a node fails when its value under a term's key has a positive count)."""
+        if state.affinity:  # which affinity terms a node satisfies is worked out node by node
+            check = self.check
+            return [check(pod, node, state) for node in nodes]
         verdicts = [FIT] * len(nodes)
         labels = labels_of(nodes)
-        # Later rules overwrite earlier ones: the reverse of the order ``check`` tries them in.
+        # Existing pods' terms first, so the pod's own terms, which ``check`` looks at first, win.
         existing = state.existing_anti_counts
         for key in state.existing_keys if existing else ():
             for i in positions_in(values_of(labels, key), _counted(existing, key)):
@@ -312,9 +298,6 @@ class InterPodAffinityFilter:
         for term in state.anti_affinity if anti_counts else ():
             for i in positions_in(values_of(labels, term.topology_key), _counted(anti_counts, term.topology_key)):
                 verdicts[i] = _FAIL_ANTI
-        if state.affinity:
-            for i in _affinity_unmet(state, labels):
-                verdicts[i] = _FAIL_AFFINITY
         return verdicts
 
     def check(self, pod: PodInfo, node: NodeInfo, state: Any) -> Verdict:
