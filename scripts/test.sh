@@ -4,10 +4,9 @@
 # what is missing, when their binaries are not in KUBE_BIN_DIR or on PATH).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# The whole suite (no arguments) needs the newer releases' control planes, built from source when
-# nothing holds them (minutes each on a cold Go cache): started first, at the lowest priority, so the
-# install and the checks below overlap them. The end-to-end tier waits for them (one build per release).
-# A run that stops before the tier (a lint error) stops them too: they run in a session of their own.
+# The whole suite builds the newer releases' control planes it lacks (minutes each): started first, at
+# the lowest priority, beside the install and checks; the end-to-end tier waits for them. In a session
+# of their own, so that a run stopping early (a lint error) stops them too.
 if [ $# -eq 0 ]; then
   mkdir -p .cache/kube
   setsid python3 -m devstack.releases --build-missing >.cache/kube/build.log 2>&1 &
