@@ -60,3 +60,27 @@ def test_a_release_in_kube_bin_dir_is_taken_only_when_it_is_that_release(
     assert "Go is not installed" in (releases.why_unavailable(Release("1.31.5")) or "")
     with pytest.raises(releases.ReleaseUnavailable):
         releases.binaries(Release("1.31.5"))
+
+
+def test_build_missing_builds_only_what_nothing_holds_oldest_first_and_goes_on_after_a_failure(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    held = {RELEASES[-1].version}  # the oldest, as KUBE_BIN_DIR gives it in CI
+    built: list[str] = []
+
+    def binaries(release: Release, background: bool = False) -> Path:
+        assert background
+        built.append(release.version)
+        if release is RELEASES[1]:
+            raise releases.ReleaseUnavailable(f"building v{release.version} failed")
+        return Path(f"/cache/v{release.version}")
+
+    monkeypatch.setattr(releases, "locate", lambda r: Path("/bin") if r.version in held else None)
+    monkeypatch.setattr(releases, "_go", lambda: "/usr/bin/go")
+    monkeypatch.setattr(releases, "binaries", binaries)
+    releases.build_missing()
+    wanted = sorted((r for r in RELEASES if r.version not in held), key=lambda r: r.order)
+    assert built == [r.version for r in wanted]
+    out = capsys.readouterr()
+    assert f"building v{RELEASES[1].version} failed" in out.err
+    assert f"/cache/v{RELEASES[0].version}" in out.out
