@@ -62,6 +62,18 @@ def select(spec: str | None) -> list[Release]:
     return chosen
 
 
+def only(chosen: list[Release], version: str | None) -> list[Release]:
+    """The one release of ``chosen`` that is ``version`` (all of them when None), keeping its share
+    of the tier: a suite split into one process per release runs each with this."""
+    if version is None:
+        return chosen
+    kept = [r for r in chosen if r.version == version.strip().removeprefix("v")]
+    if not kept:
+        names = ", ".join(r.version for r in chosen)
+        raise ValueError(f"release {version} is not among the selected releases ({names})")
+    return kept
+
+
 @functools.cache
 def binary_version(path: str) -> str | None:
     """The version a kube binary reports (``--version`` prints "Kubernetes v1.28.7")."""
@@ -131,8 +143,9 @@ def binaries(release: Release, background: bool = False) -> Path:
 
 
 def build_missing() -> None:
-    """Build, oldest first as the end-to-end tier needs them, the tested releases nothing holds yet."""
-    for release in sorted(RELEASES, key=lambda r: r.order):
+    """Build the tested releases nothing holds yet, newest first: the newest runs the whole
+    end-to-end tier, the longest block of the suite, so its build is the one the suite waits on."""
+    for release in sorted(RELEASES, key=lambda r: r.order, reverse=True):
         if locate(release) is None and _go() is not None:
             try:
                 print(binaries(release, background=True), flush=True)

@@ -20,9 +20,11 @@ if [ -x "$dest/kube-apiserver" ] && [ -x "$dest/kube-scheduler" ]; then
 fi
 command -v go >/dev/null || { echo "kube-build: go is not on PATH" >&2; exit 1; }
 
-# One build of a release at a time: a second caller waits, then finds the binaries.
-mkdir -p "$(dirname "$dest")"
-exec 9>"$dest.lock"
+# One build at a time on this machine, whatever the release: two at once would each take twice as
+# long (a build keeps both cores busy) and twice the memory. A caller waiting for the same release
+# then finds the binaries.
+mkdir -p .cache/kube
+exec 9>.cache/kube/build.lock
 flock 9
 if [ -x "$dest/kube-apiserver" ] && [ -x "$dest/kube-scheduler" ]; then
   echo "$dest"

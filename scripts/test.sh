@@ -4,9 +4,9 @@
 # what is missing, when their binaries are not in KUBE_BIN_DIR or on PATH).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# The whole suite builds the newer releases' control planes it lacks (minutes each): started first, at
-# the lowest priority, beside the install and checks; the end-to-end tier waits for them. In a session
-# of their own, so that a run stopping early (a lint error) stops them too.
+# The whole suite builds the newer releases' control planes it lacks (minutes each, one at a time):
+# started first, at the lowest priority, beside the install and checks; each release's end-to-end
+# block waits for its own. In a session of their own, so that a run stopping early stops them too.
 if [ $# -eq 0 ]; then
   mkdir -p .cache/kube
   setsid python3 -m devstack.releases --build-missing >.cache/kube/build.log 2>&1 &
@@ -21,4 +21,9 @@ echo "== ruff"
 echo "== mypy"
 .venv/bin/mypy app extenders devstack tests bench scripts
 echo "== pytest"
-.venv/bin/python -m pytest -q "$@"
+if [ $# -eq 0 ]; then
+  # The whole suite: the other tiers and each release's end-to-end block side by side (scripts/suite.py).
+  .venv/bin/python -m scripts.suite
+else
+  .venv/bin/python -m pytest -q "$@"
+fi

@@ -4,7 +4,8 @@ balancer registered as extenders of a real kube-scheduler, a namespace and fresh
 Every test runs once per Kubernetes release it is meant for (``kube_release``, a session
 parameter, so one control plane runs at a time): the whole tier on the newest tested release, the
 tests marked ``every_release`` on each (devstack/releases.py). ``KUBE_VERSIONS`` names other
-releases ("1.28.7" or "1.37.2,1.34.4"), each then running the whole tier. A release's binaries
+releases ("1.28.7" or "1.37.2,1.34.4"), each then running the whole tier; ``--kube-release V``
+keeps one release's share (the whole suite runs each release in a process of its own). A release's binaries
 come from ``KUBE_BIN_DIR`` when they are that version, else the build cache, else they are built
 (minutes, once). Without them the release's tests are left out with one line naming what is
 missing (tests/plugins/e2e_tier.py), unless ``EXTENDER_E2E=required`` (as in CI): then they fail.
@@ -12,7 +13,6 @@ missing (tests/plugins/e2e_tier.py), unless ``EXTENDER_E2E=required`` (as in CI)
 
 from __future__ import annotations
 
-import os
 import secrets
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -25,21 +25,17 @@ from devstack.kube import Kube, install_podgroup_crd, priority_class, wait_for
 from devstack.releases import Release
 from devstack.stack import Stack
 from tests.e2e.scenarios import ScenarioCluster, Target
-from tests.plugins.e2e_tier import missing_message
+from tests.plugins.e2e_tier import missing_message, selected
 
 # Gang timing for the tier: the defaults, with a leader lease short enough for the kill test.
 GANG_ENV = {"EXTENDER_GANG_ARRIVAL_LEASE_SECONDS": "3"}
-
-
-def selected_releases() -> list[Release]:
-    return releases.select(os.environ.get("KUBE_VERSIONS"))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "kube_release" not in metafunc.fixturenames:
         return
     everywhere = metafunc.definition.get_closest_marker("every_release") is not None
-    chosen = [r for r in selected_releases() if everywhere or r.whole_tier]
+    chosen = [r for r in selected(metafunc.config) if everywhere or r.whole_tier]
     metafunc.parametrize("kube_release", chosen, ids=[r.version for r in chosen], indirect=True, scope="session")
 
 

@@ -30,6 +30,27 @@ def report(line: str) -> None:
     _reported.append(line)
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--kube-release",
+        metavar="VERSION",
+        help="run only this release's share of the end-to-end tier (one of the selected releases)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    try:
+        selected(config)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def selected(config: pytest.Config) -> list[Release]:
+    """The releases this run tests: ``KUBE_VERSIONS`` (the tested table by default), narrowed to
+    ``--kube-release``."""
+    return releases.only(releases.select(os.environ.get("KUBE_VERSIONS")), config.getoption("kube_release"))
+
+
 def missing_message(release: Release) -> str | None:
     """None when ``release`` can run here, else what is missing."""
     unavailable = releases.why_unavailable(release)
@@ -49,13 +70,24 @@ def _release_order(item: pytest.Item) -> tuple[int, ...]:
 
 def item_release(item: pytest.Item) -> Release | None:
     callspec = getattr(item, "callspec", None)
-    return callspec.params.get("kube_release") if callspec is not None else None
+    release = callspec.params.get("kube_release") if callspec is not None else None
+    # A test meant for none of the selected releases has an empty parameter set (a placeholder).
+    return release if isinstance(release, Release) else None
+
+
+def _for_no_release(item: pytest.Item) -> bool:
+    return "kube_release" in getattr(item, "fixturenames", ()) and item_release(item) is None
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # The end-to-end tests after all others, one release after another in their order: the releases
     # they need are built meanwhile.
+    # Under --kube-release, the tests of the whole tier are for no release on an older one: left out.
+    unmeant = [i for i in items if _for_no_release(i)]
+    if unmeant:
+        config.hook.pytest_deselected(items=unmeant)
+        items[:] = [i for i in items if not _for_no_release(i)]
     e2e = [i for i in items if i.get_closest_marker("e2e") is not None]
     # Oldest release first: the one most likely at hand runs while newer ones may still be building.
     e2e.sort(key=_release_order)

@@ -62,7 +62,7 @@ def test_a_release_in_kube_bin_dir_is_taken_only_when_it_is_that_release(
         releases.binaries(Release("1.31.5"))
 
 
-def test_build_missing_builds_only_what_nothing_holds_oldest_first_and_goes_on_after_a_failure(
+def test_build_missing_builds_only_what_nothing_holds_newest_first_and_goes_on_after_a_failure(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     held = {RELEASES[-1].version}  # the oldest, as KUBE_BIN_DIR gives it in CI
@@ -71,7 +71,7 @@ def test_build_missing_builds_only_what_nothing_holds_oldest_first_and_goes_on_a
     def binaries(release: Release, background: bool = False) -> Path:
         assert background
         built.append(release.version)
-        if release is RELEASES[1]:
+        if release is RELEASES[0]:
             raise releases.ReleaseUnavailable(f"building v{release.version} failed")
         return Path(f"/cache/v{release.version}")
 
@@ -79,8 +79,8 @@ def test_build_missing_builds_only_what_nothing_holds_oldest_first_and_goes_on_a
     monkeypatch.setattr(releases, "_go", lambda: "/usr/bin/go")
     monkeypatch.setattr(releases, "binaries", binaries)
     releases.build_missing()
-    wanted = sorted((r for r in RELEASES if r.version not in held), key=lambda r: r.order)
+    wanted = sorted((r for r in RELEASES if r.version not in held), key=lambda r: r.order, reverse=True)
     assert built == [r.version for r in wanted]
     out = capsys.readouterr()
-    assert f"building v{RELEASES[1].version} failed" in out.err
-    assert f"/cache/v{RELEASES[0].version}" in out.out
+    assert f"building v{RELEASES[0].version} failed" in out.err
+    assert f"/cache/v{RELEASES[1].version}" in out.out

@@ -1,0 +1,133 @@
+"""The whole test suite as blocks run side by side: the tiers without a control plane in one pytest
+process, and each tested release's share of the end-to-end tier in a process of its own.
+
+The end-to-end tier mostly waits on its control plane, and a newer release cannot start before its
+build ends: run one after another, the blocks left both cores half idle and the suite over its time
+budget. The first block's output is shown as it runs; every other block's output is shown whole once
+it ends (and once the first block has ended, so that outputs never interleave).
+
+    python -m scripts.suite
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from devstack import releases
+
+REPO = Path(__file__).resolve().parents[1]
+# pytest's "no tests were collected": a release block whose tests were all left out for want of
+# binaries (outside CI), which the block's output says in one line.
+NO_TESTS = 5
+
+
+@dataclass
+class Block:
+    name: str
+    argv: list[str]
+    accepted: tuple[int, ...] = (0,)  # exit codes that count as passed
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    log: Path | None = None  # None: the block writes to the terminal
+    started: float = 0.0
+    seconds: float | None = None  # set when it ends
+    shown: bool = False
+
+    @property
+    def passed(self) -> bool:
+        return self.process is not None and self.process.returncode in self.accepted
+
+
+def suite_blocks(python: str = sys.executable) -> list[Block]:
+    """The non-end-to-end tiers, then one block per selected release (``KUBE_VERSIONS``, the tested
+    table by default)."""
+    pytest = [python, "-m", "pytest", "-q"]
+    blocks = [Block("unit, HTTP, store and integration tiers", [*pytest, "tests", "--ignore=tests/e2e"])]
+    for release in releases.select(os.environ.get("KUBE_VERSIONS")):
+        # No cache provider: several processes would overwrite each other's record of failures.
+        argv = [*pytest, "-p", "no:cacheprovider", "tests/e2e", "--kube-release", release.version]
+        blocks.append(Block(f"end-to-end tier on v{release.version}", argv, accepted=(0, NO_TESTS)))
+    return blocks
+
+
+def _start(block: Block, log: Path | None) -> None:
+    block.log = log
+    block.started = time.monotonic()
+    # A session of its own, so that stopping the suite stops the block's servers and builds too.
+    if log is None:
+        block.process = subprocess.Popen(block.argv, cwd=REPO, start_new_session=True)
+        return
+    with log.open("wb") as out:
+        block.process = subprocess.Popen(
+            block.argv, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+
+def _show(block: Block, stream: TextIO) -> None:
+    code = block.process.returncode if block.process is not None else None
+    verdict = "passed" if block.passed else f"FAILED (exit {code})"
+    stream.write(f"\n== {block.name}: {verdict} in {block.seconds or 0:.0f} s\n")
+    if block.log is not None:
+        stream.write(block.log.read_text(errors="replace"))
+    stream.flush()
+    block.shown = True
+
+
+def _stop(blocks: Sequence[Block]) -> None:
+    running = [b.process for b in blocks if b.process is not None and b.process.poll() is None]
+    for process in running:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+    for process in running:
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+
+
+def run(blocks: Sequence[Block], log_dir: Path, stream: TextIO = sys.stdout, poll: float = 0.5) -> bool:
+    """Run every block at once; True when all passed. The first block writes to the terminal."""
+    for index, block in enumerate(blocks):
+        _start(block, None if index == 0 else log_dir / f"block-{index}.log")
+    try:
+        stream.write("".join(f"started: {b.name} (output in {b.log})\n" for b in blocks[1:]))
+        stream.flush()
+        while not all(b.shown for b in blocks):
+            for block in blocks:
+                assert block.process is not None
+                if block.seconds is None and block.process.poll() is not None:
+                    block.seconds = time.monotonic() - block.started
+            if blocks[0].seconds is not None:
+                for block in blocks:
+                    if block.seconds is not None and not block.shown:
+                        _show(block, stream)
+            time.sleep(poll)
+    except BaseException:
+        _stop(blocks)
+        raise
+    stream.write("\n== summary\n")
+    for block in blocks:
+        stream.write(f"{'passed' if block.passed else 'FAILED'}  {block.seconds or 0:6.0f} s  {block.name}\n")
+    stream.flush()
+    return all(b.passed for b in blocks)
+
+
+def main() -> int:
+    # SIGTERM (CI cancelling the job) unwinds like Ctrl-C, so the blocks' sessions are stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    with tempfile.TemporaryDirectory(prefix="suite-") as log_dir:
+        return 0 if run(suite_blocks(), Path(log_dir)) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,117 @@
+"""The whole suite's runner: blocks side by side, every failure reported, nothing left running."""
+
+from __future__ import annotations
+
+import io
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from devstack.releases import RELEASES
+from scripts import suite
+from scripts.suite import Block
+
+
+def script(code: str) -> list[str]:
+    return [sys.executable, "-c", code]
+
+
+def meet(mine: Path, theirs: Path) -> str:
+    """A block that passes only when the other block runs at the same time."""
+    return (
+        "import pathlib, sys, time\n"
+        f"pathlib.Path({str(mine)!r}).touch()\n"
+        "deadline = time.monotonic() + 20\n"
+        f"while not pathlib.Path({str(theirs)!r}).exists():\n"
+        "    if time.monotonic() > deadline: sys.exit('the other block never ran')\n"
+        "    time.sleep(0.05)\n"
+        "print('met')\n"
+    )
+
+
+def test_blocks_run_at_the_same_time_and_each_output_is_shown(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    blocks = [Block("first", script(meet(a, b))), Block("second", script(meet(b, a)))]
+    out = io.StringIO()
+    assert suite.run(blocks, tmp_path, out, poll=0.05)
+    text = out.getvalue()
+    assert "== second: passed" in text and "met" in text
+    assert "passed" in text.split("== summary", 1)[1]
+
+
+def test_a_failing_block_fails_the_suite_and_its_output_is_shown_even_when_the_first_passed(tmp_path: Path) -> None:
+    blocks = [
+        Block("first", script("print('fine')")),
+        Block("second", script("print('the reason it broke'); raise SystemExit(3)")),
+        Block("third", script("raise SystemExit(5)"), accepted=(0, 5)),
+    ]
+    out = io.StringIO()
+    assert not suite.run(blocks, tmp_path, out, poll=0.05)
+    text = out.getvalue()
+    assert "== second: FAILED (exit 3)" in text and "the reason it broke" in text
+    assert "== third: passed" in text
+    summary = text.split("== summary", 1)[1]
+    assert "FAILED" in summary.splitlines()[2] and "second" in summary.splitlines()[2]
+
+
+def test_a_block_ending_first_is_shown_only_after_the_terminal_block(tmp_path: Path) -> None:
+    blocks = [Block("slow", script("import time; time.sleep(1)")), Block("quick", script("print('early')"))]
+    out = io.StringIO()
+    assert suite.run(blocks, tmp_path, out, poll=0.05)
+    text = out.getvalue()
+    assert text.index("== slow: passed") < text.index("== quick: passed") < text.index("early")
+
+
+class InterruptedOnceStarted(io.StringIO):
+    """A terminal at which Ctrl-C is pressed once the first block has started its child."""
+
+    def __init__(self, pid_file: Path) -> None:
+        super().__init__()
+        self.pid_file = pid_file
+
+    def write(self, text: str) -> int:
+        deadline = time.monotonic() + 20
+        while not (self.pid_file.exists() and self.pid_file.read_text()):
+            assert time.monotonic() < deadline, "the block never started its child"
+            time.sleep(0.05)
+        raise KeyboardInterrupt
+
+
+def gone(pid: int) -> bool:
+    status = Path(f"/proc/{pid}/status")
+    try:
+        return "zombie" in status.read_text()
+    except FileNotFoundError:
+        return True
+
+
+def test_stopping_the_suite_stops_every_block_and_what_it_started(tmp_path: Path) -> None:
+    pid_file = tmp_path / "child.pid"
+    spawn = (
+        "import pathlib, subprocess, sys, time\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        f"pathlib.Path({str(pid_file)!r}).write_text(str(child.pid))\n"
+        "time.sleep(60)\n"
+    )
+    blocks = [Block("first", script(spawn)), Block("second", script("import time; time.sleep(60)"))]
+    with pytest.raises(KeyboardInterrupt):
+        suite.run(blocks, tmp_path, InterruptedOnceStarted(pid_file), poll=0.05)
+    for block in blocks:
+        assert block.process is not None and block.process.poll() is not None
+    child = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while not gone(child):
+        assert time.monotonic() < deadline, "the block's child outlived the suite"
+        time.sleep(0.05)
+
+
+def test_the_suite_is_the_other_tiers_and_one_block_per_selected_release(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KUBE_VERSIONS", raising=False)
+    blocks = suite.suite_blocks("py")
+    assert blocks[0].argv == ["py", "-m", "pytest", "-q", "tests", "--ignore=tests/e2e"]
+    assert [b.argv[-1] for b in blocks[1:]] == [r.version for r in RELEASES]
+    assert all(b.argv[-2] == "--kube-release" and "tests/e2e" in b.argv for b in blocks[1:])
+    monkeypatch.setenv("KUBE_VERSIONS", "1.30.1")
+    assert [b.argv[-1] for b in suite.suite_blocks("py")[1:]] == ["1.30.1"]
