@@ -64,6 +64,8 @@ mapfile -t modules < <(awk '$1 ~ /^k8s\.io\// && $2 == "v0.0.0" { print $1 }' "$
 
 mkdir -p "$dest"
 dest="$(cd "$dest" && pwd)"
+# No debug information: the linker strips it (-s -w), so the compiler need not write it either (a cold
+# build of 1.37.2's kube-scheduler took 782 and 764 CPU-seconds without it, 844 and 874 with it).
 ldflags="-s -w"
 for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   ldflags+=" -X $pkg.gitVersion=$version -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
@@ -74,7 +76,8 @@ done
   go mod download k8s.io/kubernetes
   for cmd in kube-apiserver kube-scheduler; do
     echo "kube-build: building $cmd $version" >&2
-    go build -trimpath -tags providerless -ldflags "$ldflags" -o "$dest/$cmd.partial" "k8s.io/kubernetes/cmd/$cmd"
+    go build -trimpath -tags providerless -gcflags=all=-dwarf=false -ldflags "$ldflags" \
+      -o "$dest/$cmd.partial" "k8s.io/kubernetes/cmd/$cmd"
     mv "$dest/$cmd.partial" "$dest/$cmd"
   done
 )
