@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TextIO
 
 from devstack import releases
+from devstack.releases import Release
 
 REPO = Path(__file__).resolve().parents[1]
 # pytest's "no tests were collected": a release block whose tests were all left out for want of
@@ -47,14 +48,29 @@ class Block:
         return self.process is not None and self.process.returncode in self.accepted
 
 
+def last_to_end(chosen: list[Release]) -> Release:
+    """The release whose block ends the suite: the last one built (builds go newest first, one at a
+    time), or when none needs building, the one running the whole tier."""
+    pending = [r for r in chosen if releases.locate(r) is None]
+    if pending:
+        return min(pending, key=lambda r: r.order)
+    return next((r for r in chosen if r.whole_tier), chosen[0])
+
+
 def suite_blocks(python: str = sys.executable) -> list[Block]:
     """The non-end-to-end tiers, then one block per selected release (``KUBE_VERSIONS``, the tested
     table by default)."""
     pytest = [python, "-m", "pytest", "-q"]
     blocks = [Block("unit, HTTP, store and integration tiers", [*pytest, "tests", "--ignore=tests/e2e"])]
-    for release in releases.select(os.environ.get("KUBE_VERSIONS")):
+    chosen = releases.select(os.environ.get("KUBE_VERSIONS"))
+    last = last_to_end(chosen)
+    for release in chosen:
         # No cache provider: several processes would overwrite each other's record of failures.
         argv = [*pytest, "-p", "no:cacheprovider", "tests/e2e", "--kube-release", release.version]
+        if release == last:
+            # It runs when nearly everything else has ended and the cores are half idle: over two
+            # processes (pytest-xdist), each with a control plane of its own, a test module each.
+            argv += ["-n", "2", "--dist", "loadfile"]
         blocks.append(Block(f"end-to-end tier on v{release.version}", argv, accepted=(0, NO_TESTS)))
     return blocks
 

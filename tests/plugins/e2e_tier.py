@@ -13,6 +13,7 @@ import os
 import threading
 import time
 from collections.abc import Generator
+from typing import Any
 
 import pytest
 from _pytest._io import TerminalWriter
@@ -165,6 +166,21 @@ def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, None, None]:
     if release is not None:
         _builds.wait(release, item.config.get_terminal_writer())
     yield
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    # A pytest-xdist worker prints no summary: its lines go to the controller, which prints them.
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:
+        output["e2e_tier"] = {"builds": _builds.log, "skipped": _skipped, "reported": _reported}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """pytest-xdist's controller: a worker ended, with its summary lines (each kept once)."""
+    lines = getattr(node, "workeroutput", {}).get("e2e_tier", {})
+    for kept, theirs in ((_builds.log, "builds"), (_skipped, "skipped"), (_reported, "reported")):
+        kept.extend(line for line in lines.get(theirs, []) if line not in kept)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

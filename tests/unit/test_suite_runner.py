@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from devstack import releases
 from devstack.releases import RELEASES
 from scripts import suite
 from scripts.suite import Block
@@ -109,9 +110,30 @@ def test_stopping_the_suite_stops_every_block_and_what_it_started(tmp_path: Path
 
 def test_the_suite_is_the_other_tiers_and_one_block_per_selected_release(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("KUBE_VERSIONS", raising=False)
+    monkeypatch.setattr(releases, "locate", lambda r: Path("/bin"))
     blocks = suite.suite_blocks("py")
     assert blocks[0].argv == ["py", "-m", "pytest", "-q", "tests", "--ignore=tests/e2e"]
-    assert [b.argv[-1] for b in blocks[1:]] == [r.version for r in RELEASES]
-    assert all(b.argv[-2] == "--kube-release" and "tests/e2e" in b.argv for b in blocks[1:])
+    assert [b.argv[b.argv.index("--kube-release") + 1] for b in blocks[1:]] == [r.version for r in RELEASES]
+    assert all(b.argv[4:7] == ["-p", "no:cacheprovider", "tests/e2e"] for b in blocks[1:])
     monkeypatch.setenv("KUBE_VERSIONS", "1.30.1")
-    assert [b.argv[-1] for b in suite.suite_blocks("py")[1:]] == ["1.30.1"]
+    (only,) = suite.suite_blocks("py")[1:]
+    assert only.argv[only.argv.index("--kube-release") + 1] == "1.30.1"
+
+
+def workers(block: Block) -> int:
+    return int(block.argv[block.argv.index("-n") + 1]) if "-n" in block.argv else 1
+
+
+def test_the_block_that_ends_the_suite_runs_over_two_processes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KUBE_VERSIONS", raising=False)
+    _, middle, oldest = RELEASES
+    # Nothing to build: the whole tier's block is the longest.
+    monkeypatch.setattr(releases, "locate", lambda r: Path("/bin"))
+    assert [workers(b) for b in suite.suite_blocks("py")[1:]] == [2, 1, 1]
+    # The oldest at hand (KUBE_BIN_DIR), the others built newest first: the middle one ends last.
+    monkeypatch.setattr(releases, "locate", lambda r: Path("/bin") if r is oldest else None)
+    assert suite.last_to_end(list(RELEASES)) is middle
+    assert [workers(b) for b in suite.suite_blocks("py")[1:]] == [1, 2, 1]
+    assert "loadfile" in suite.suite_blocks("py")[2].argv
+    monkeypatch.setattr(releases, "locate", lambda r: None)
+    assert suite.last_to_end(list(RELEASES)) is oldest
