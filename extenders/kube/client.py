@@ -18,6 +18,8 @@ from urllib.parse import quote
 import httpx
 import orjson
 
+from extenders.kube.direct_post import DirectPost
+
 log = logging.getLogger(__name__)
 
 
@@ -55,11 +57,15 @@ def _status_error(status: int, body: Any) -> KubeApiError:
 
 
 def _error_from_response(resp: httpx.Response) -> KubeApiError:
+    return _error_from(resp.status_code, resp.content)
+
+
+def _error_from(status: int, content: bytes) -> KubeApiError:
     try:
-        body = orjson.loads(resp.content)
+        body = orjson.loads(content)
     except orjson.JSONDecodeError:
-        body = {"message": resp.text[:500]}
-    return _status_error(resp.status_code, body)
+        body = {"message": content[:500].decode(errors="replace")}
+    return _status_error(status, body)
 
 
 @dataclass(slots=True)
@@ -112,6 +118,8 @@ class KubeClient:
     def __init__(self, http: httpx.AsyncClient, page_size: int = 500) -> None:
         self.http = http
         self.page_size = page_size
+        # The Bindings go out through aiohttp's pool directly when the client's wire is that pool.
+        self.direct = DirectPost.over(http)
 
     async def aclose(self) -> None:
         await self.http.aclose()
@@ -275,16 +283,21 @@ class KubeClient:
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         }
         path = f"/api/v1/namespaces/{_segment(namespace)}/pods/{_segment(name)}/binding"
+        content = orjson.dumps(body)
         try:
-            resp = await self.http.post(path, content=orjson.dumps(body), headers={"Content-Type": "application/json"})
+            answer = await self.direct.post(path, content) if self.direct is not None else None
+            if answer is None:
+                resp = await self.http.post(path, content=content, headers={"Content-Type": "application/json"})
+                answer = resp.status_code, resp.content
         except httpx.HTTPError as exc:
             return BindResult(BindStatus.ERROR, f"binding {namespace}/{name}: {exc!r}", uncertain=not _unsent(exc))
-        if resp.status_code in (200, 201):
+        status, raw = answer
+        if status in (200, 201):
             return BindResult(BindStatus.BOUND, node=node)
-        error = _error_from_response(resp)
-        if resp.status_code == 404:
+        error = _error_from(status, raw)
+        if status == 404:
             return BindResult(BindStatus.NOT_FOUND, error.message)
-        if resp.status_code != 409:
+        if status != 409:
             return BindResult(BindStatus.ERROR, str(error))
         try:
             pod = await self.get_pod(namespace, name)

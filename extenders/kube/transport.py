@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import ssl
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Literal
 
 import aiohttp
 import httpx
+import yarl
 from httpx_aiohttp import AiohttpTransport
 
 TransportKind = Literal["aiohttp", "httpx"]
@@ -99,6 +100,26 @@ class AiohttpKubeTransport(AiohttpTransport):
         assert isinstance(response.stream, httpx.AsyncByteStream)
         response.stream = _MappedStream(response.stream)
         return response
+
+    async def post(
+        self, url: str, body: bytes, headers: Mapping[str, str], timeout: httpx.Timeout
+    ) -> tuple[int, bytes]:
+        """POST ``body`` to ``url`` (already encoded: sent as it is) through the same pool, without
+        httpx's request and response objects; the status and the whole answer. Failures are httpx errors.
+        """
+        if not isinstance(self.client, aiohttp.ClientSession):
+            self.client = self.get_client()
+        limits = aiohttp.ClientTimeout(sock_connect=timeout.connect, sock_read=timeout.read, connect=timeout.pool)
+        with _as_httpx_errors():
+            async with self.client.post(
+                yarl.URL(url, encoded=True),
+                data=body,
+                headers=headers,
+                allow_redirects=False,
+                timeout=limits,
+                proxy=str(self.proxy.url) if self.proxy else None,
+            ) as response:
+                return response.status, await response.read()
 
 
 def build_transport(kind: str, verify: ssl.SSLContext | bool = True) -> httpx.AsyncBaseTransport:

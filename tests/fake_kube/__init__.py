@@ -50,7 +50,7 @@ Covered, with the real API's JSON wire formats:
   POST latency {"seconds", "match" (only requests whose "METHOD path?query" has it; carried out after
   the delay even when the client gave up), "commit" (false: answer 504 instead, changing nothing)},
   POST/DELETE faults {"code", "count" (null = forever), "match"}, POST
-  podgroups {"enabled"}.
+  podgroups {"enabled"}, POST token {"token"} (rotates the bearer token).
 
 Not covered (on purpose): other resources; Services' IP allocation and endpoints, workload
 controllers (no pods are created for a ReplicaSet); namespaces' lifecycle (any namespace name is accepted for

@@ -414,6 +414,11 @@ class FakeKubeClient:
         ``commit=False``: such a request then answers 504 without being carried out."""
         self._call("POST", "/_fake/latency", json={"seconds": seconds, "match": match, "commit": commit})
 
+    def rotate_token(self, token: str) -> None:
+        """From now on API requests need ``token`` (this client's own included)."""
+        self._call("POST", "/_fake/token", json={"token": token})
+        self.http.headers["Authorization"] = f"Bearer {token}"
+
     def add_fault(self, code: int, match: str = "", count: int | None = 1, message: str = "injected fault") -> None:
         self._call("POST", "/_fake/faults", json={"code": code, "match": match, "count": count, "message": message})
 

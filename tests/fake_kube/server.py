@@ -395,6 +395,9 @@ class FakeApiServer:
         if action == "faults" and method == "DELETE":
             self.faults.clear()
             return _json({})
+        if action == "token" and method == "POST":  # rotate the bearer token API requests need
+            self.config.token = str(body["token"])
+            return _json({})
         if action == "podgroups" and method == "POST":  # install / remove the CRD
             enabled = bool(body.get("enabled", True))
             if not enabled and self.config.podgroups:
