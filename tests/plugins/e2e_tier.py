@@ -82,13 +82,13 @@ def _for_no_release(item: pytest.Item) -> bool:
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # The end-to-end tests after all others, one release after another in their order: the releases
-    # they need are built meanwhile.
     # Under --kube-release, the tests of the whole tier are for no release on an older one: left out.
     unmeant = [i for i in items if _for_no_release(i)]
     if unmeant:
         config.hook.pytest_deselected(items=unmeant)
         items[:] = [i for i in items if not _for_no_release(i)]
+    # The end-to-end tests after all others, one release after another in their order: the releases
+    # they need are built meanwhile.
     e2e = [i for i in items if i.get_closest_marker("e2e") is not None]
     # Oldest release first: the one most likely at hand runs while newer ones may still be building.
     e2e.sort(key=_release_order)
@@ -172,14 +172,17 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     # A pytest-xdist worker prints no summary: its lines go to the controller, which prints them.
     output = getattr(session.config, "workeroutput", None)
     if output is not None:
-        output["e2e_tier"] = {"builds": _builds.log, "skipped": _skipped, "reported": _reported}
+        output["e2e_tier"] = {"builds": list(_builds.log), "skipped": list(_skipped), "reported": list(_reported)}
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: object) -> None:
-    """pytest-xdist's controller: a worker ended, with its summary lines (each kept once)."""
+    """pytest-xdist's controller: a worker ended, with its summary lines (each kept once; the builds
+    every worker waited for, as the first worker to end saw them)."""
     lines = getattr(node, "workeroutput", {}).get("e2e_tier", {})
-    for kept, theirs in ((_builds.log, "builds"), (_skipped, "skipped"), (_reported, "reported")):
+    if not _builds.log:
+        _builds.log.extend(lines.get("builds", []))
+    for kept, theirs in ((_skipped, "skipped"), (_reported, "reported")):
         kept.extend(line for line in lines.get(theirs, []) if line not in kept)
 
 

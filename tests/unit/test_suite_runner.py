@@ -6,6 +6,7 @@ import io
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -13,6 +14,7 @@ from devstack import releases
 from devstack.releases import RELEASES
 from scripts import suite
 from scripts.suite import Block
+from tests.plugins import e2e_tier
 
 
 def script(code: str) -> list[str]:
@@ -137,3 +139,24 @@ def test_the_block_that_ends_the_suite_runs_over_two_processes(monkeypatch: pyte
     assert "loadfile" in suite.suite_blocks("py")[2].argv
     monkeypatch.setattr(releases, "locate", lambda r: None)
     assert suite.last_to_end(list(RELEASES)) is oldest
+
+
+def test_the_summary_lines_of_xdist_workers_reach_the_controller_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(e2e_tier, "_builds", e2e_tier.Builds())
+    monkeypatch.setattr(e2e_tier, "_skipped", [])
+    monkeypatch.setattr(e2e_tier, "_reported", [])
+    outputs = []
+    for built, figure in (("built v1.34.4 in 1717 s", "a"), ("built v1.34.4 in 1718 s", "b")):
+        e2e_tier._builds.log[:] = [built]
+        e2e_tier._reported[:] = ["shared line", f"figure {figure}"]
+        session = SimpleNamespace(config=SimpleNamespace(workeroutput={}))
+        e2e_tier.pytest_sessionfinish(session)  # type: ignore[arg-type]
+        outputs.append(SimpleNamespace(workeroutput=session.config.workeroutput))
+    # The controller starts with nothing of its own.
+    e2e_tier._builds.log.clear()
+    e2e_tier._reported.clear()
+    for node in outputs:
+        e2e_tier.pytest_testnodedown(node, None)
+
+    assert e2e_tier._builds.log == ["built v1.34.4 in 1717 s"]
+    assert e2e_tier._reported == ["shared line", "figure a", "figure b"]
