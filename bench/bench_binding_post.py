@@ -19,9 +19,8 @@ import subprocess
 import sys
 import time
 
-import httpx
-
 from app.serving.embedded_redis import free_port
+from devstack.proc import wait_http
 from extenders.kube.client import KubeClient
 from extenders.kube.config import build_http_client
 
@@ -46,20 +45,6 @@ app.router.add_post("/api/v1/namespaces/{ns}/pods/{name}/binding", binding)
 app.router.add_get("/healthz", healthz)
 web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), print=None, access_log=None)
 """
-
-
-def _wait_healthy(url: str, server: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise RuntimeError("the API stand-in exited")
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    raise RuntimeError("the API stand-in never answered")
 
 
 async def _batch(kube: KubeClient, requests: int, concurrency: int, tag: str) -> float:
@@ -118,7 +103,7 @@ def main() -> None:
     server = subprocess.Popen([sys.executable, "-c", SERVER, str(port), token])
     try:
         url = f"http://127.0.0.1:{port}"
-        _wait_healthy(url, server)
+        wait_http(f"{url}/healthz", server)
         print(json.dumps(asyncio.run(_measure(url, token, args)), indent=2))
     finally:
         server.terminate()

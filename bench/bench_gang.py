@@ -38,7 +38,7 @@ from typing import Any
 import httpx
 
 from app.serving.embedded_redis import EmbeddedRedis, free_port
-from devstack.proc import cpu_seconds
+from devstack.proc import cpu_seconds, wait_http
 from extenders.kube.config import build_http_client
 
 REPO = Path(__file__).resolve().parents[1]
@@ -46,20 +46,6 @@ GPU = "example.com/gpu"
 GANG_LABEL = "scheduling.x-k8s.io/pod-group"
 GANG_MIN = "scheduling.x-k8s.io/min-available"
 GPUS_PER_NODE = 8
-
-
-def _wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{url}: process exited with {proc.returncode}")
-        try:
-            if httpx.get(url, timeout=0.5).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    raise RuntimeError(f"{url} not up within {timeout}s")
 
 
 def _node(name: str) -> dict[str, Any]:
@@ -131,7 +117,7 @@ class Bench:
             {},
             log_dir / "fake-kube.log",
         )
-        _wait_http(f"{self.kube_url}/healthz", self.procs[-1])
+        wait_http(f"{self.kube_url}/healthz", self.procs[-1])
         self.api = httpx.Client(base_url=self.kube_url, headers={"Authorization": f"Bearer {self.token}"}, timeout=30)
         self.urls: list[str] = []
         prefix = f"bench{secrets.token_hex(3)}"
@@ -151,7 +137,7 @@ class Bench:
             cmd = [sys.executable, "-m", "app", "--host", "127.0.0.1", "--port", str(port)]
             self._spawn(cmd, env, log_dir / f"replica-{i + 1}.log")
             url = f"http://127.0.0.1:{port}"
-            _wait_http(f"{url}/readyz", self.procs[-1], 60)
+            wait_http(f"{url}/readyz", self.procs[-1], 60)
             self.urls.append(url)
         self.nodes = 0
         self.kube_transport = kube_transport

@@ -1,9 +1,14 @@
-"""What a benchmark reads about a process it started: CPU used and resident size (Linux ``/proc``)."""
+"""What a benchmark reads about a process it started: whether it answers, its CPU and resident size (Linux
+``/proc``)."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import time
 from pathlib import Path
+
+import httpx
 
 
 def cpu_seconds(pid: int) -> float | None:
@@ -25,3 +30,18 @@ def resident_mb(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return round(int(line.split()[1]) / 1024, 1)
     return 0.0
+
+
+def wait_http(url: str, process: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    """Until ``url`` answers 200; fails at once when ``process`` (the server behind it) exits."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{url}: process exited with {process.returncode}")
+        try:
+            if httpx.get(url, timeout=0.5).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"{url} not up within {timeout}s")

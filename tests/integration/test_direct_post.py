@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from extenders.kube.client import BindStatus, KubeClient
 from extenders.kube.config import build_http_client
@@ -37,11 +36,11 @@ async def make_kube() -> AsyncIterator[MakeKube]:
         await kube.aclose()
 
 
-def kubeconfig_with_user(server: FakeKube, path: Path, user: dict[str, Any]) -> str:
-    config = yaml.safe_load(server.kubeconfig_path.read_text())
-    config["users"][0]["user"] = user
-    path.write_text(yaml.safe_dump(config))
-    return str(path)
+def with_user(user: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
+    def edit(config: dict[str, Any]) -> None:
+        config["users"][0]["user"] = user
+
+    return edit
 
 
 def exec_plugin(directory: Path, token_file: Path) -> dict[str, Any]:
@@ -81,7 +80,7 @@ async def test_bindings_take_the_direct_lane_with_each_form_of_token(
             "token-file": {"tokenFile": str(token_file)},
             "exec-plugin": exec_plugin(tmp_path, token_file),
         }[credentials]
-        kube = make_kube(kubeconfig=kubeconfig_with_user(fake_kube, tmp_path / "kubeconfig", user))
+        kube = make_kube(kubeconfig=fake_kube.edited_kubeconfig(tmp_path / "kubeconfig", with_user(user)))
     assert kube.direct is not None
 
     statuses = [await bind_new_pod(fake_kube, kube, "lane", f"p{i}") for i in range(3)]
@@ -99,7 +98,7 @@ async def test_a_rotated_token_is_renewed_through_httpx_and_then_sent_directly(
     token_file = tmp_path / "token"
     token_file.write_text(fake_kube.token)
     user = {"tokenFile": str(token_file)} if credentials == "token-file" else exec_plugin(tmp_path, token_file)
-    kube = make_kube(kubeconfig=kubeconfig_with_user(fake_kube, tmp_path / "kubeconfig", user))
+    kube = make_kube(kubeconfig=fake_kube.edited_kubeconfig(tmp_path / "kubeconfig", with_user(user)))
     assert kube.direct is not None
     assert [await bind_new_pod(fake_kube, kube, "rotate", f"before{i}") for i in range(2)] == [BindStatus.BOUND] * 2
     assert kube.direct.posted == 1

@@ -86,14 +86,6 @@ async def make_kube(transport: str) -> AsyncIterator[MakeKube]:
         await kube.aclose()
 
 
-def edited_kubeconfig(server: FakeKube, path: Path, edit: Callable[[dict[str, Any]], None]) -> str:
-    """A copy of the server's kubeconfig with ``edit`` applied to it."""
-    config = yaml.safe_load(server.kubeconfig_path.read_text())
-    edit(config)
-    path.write_text(yaml.safe_dump(config))
-    return str(path)
-
-
 def cluster_of(config: dict[str, Any]) -> dict[str, Any]:
     cluster: dict[str, Any] = config["clusters"][0]["cluster"]
     return cluster
@@ -219,7 +211,7 @@ async def test_tls_untrusted_server_is_an_httpx_error(tls_token: FakeKube, make_
     def other_ca(config: dict[str, Any]) -> None:
         cluster_of(config)["certificate-authority-data"] = b64(trustme.CA().cert_pem.bytes())
 
-    kube = make_kube(kubeconfig=edited_kubeconfig(tls_token, tmp_path / "other-ca.yaml", other_ca))
+    kube = make_kube(kubeconfig=tls_token.edited_kubeconfig(tmp_path / "other-ca.yaml", other_ca))
     binds_before = tls_token.requests("bind", "pods")
 
     assert_httpx_error(await raised_by(kube.list(NODES)))
@@ -238,7 +230,7 @@ async def test_tls_certificate_for_another_name_is_refused(
     def by_name(config: dict[str, Any]) -> None:
         cluster_of(config)["server"] = tls_token.url.replace("127.0.0.1", "localhost")
 
-    kube = make_kube(kubeconfig=edited_kubeconfig(tls_token, tmp_path / "by-name.yaml", by_name))
+    kube = make_kube(kubeconfig=tls_token.edited_kubeconfig(tmp_path / "by-name.yaml", by_name))
 
     assert_httpx_error(await raised_by(kube.list(NODES)))
     assert (await kube.bind_pod("default", "web", "uid", "n1")).status is BindStatus.ERROR
@@ -276,7 +268,7 @@ async def test_client_certificate_required(
     tls_client_cert: FakeKube, make_kube: MakeKube, tmp_path: Path, edit: Callable[[dict[str, Any]], None]
 ) -> None:
     """The server drops the connection in the TLS 1.3 handshake's tail: an httpx error, never a status."""
-    kube = make_kube(kubeconfig=edited_kubeconfig(tls_client_cert, tmp_path / "client.yaml", edit))
+    kube = make_kube(kubeconfig=tls_client_cert.edited_kubeconfig(tmp_path / "client.yaml", edit))
     lists_before = tls_client_cert.requests("list", "nodes")
 
     exc = await raised_by(kube.list(NODES))
@@ -424,8 +416,8 @@ async def test_non_timeouts_are_not_reported_as_timeouts(
         cluster_of(config)["certificate-authority-data"] = b64(trustme.CA().cert_pem.bytes())
 
     refused = make_kube(url=f"http://127.0.0.1:{free_port()}", token="t")
-    untrusted = make_kube(kubeconfig=edited_kubeconfig(tls_token, tmp_path / "other-ca.yaml", other_ca))
-    no_cert = make_kube(kubeconfig=edited_kubeconfig(tls_client_cert, tmp_path / "no-cert.yaml", _no_client_cert))
+    untrusted = make_kube(kubeconfig=tls_token.edited_kubeconfig(tmp_path / "other-ca.yaml", other_ca))
+    no_cert = make_kube(kubeconfig=tls_client_cert.edited_kubeconfig(tmp_path / "no-cert.yaml", _no_client_cert))
     seen = {
         "connection refused": await raised_by(refused.list(NODES)),
         "untrusted server certificate": await raised_by(untrusted.list(NODES)),

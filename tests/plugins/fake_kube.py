@@ -156,6 +156,13 @@ class FakeKube:
             "current-context": "fake",
         }
 
+    def edited_kubeconfig(self, path: Path, edit: Callable[[dict[str, Any]], None]) -> str:
+        """A copy of this server's kubeconfig, with ``edit`` applied to it, written to ``path``."""
+        config = yaml.safe_load(self.kubeconfig_path.read_text())
+        edit(config)
+        path.write_text(yaml.safe_dump(config))
+        return str(path)
+
     def _wait_healthy(self, timeout: float = 15.0) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
