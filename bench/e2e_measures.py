@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from devstack.controlplane import ControlPlane
+from devstack.proc import cpu_seconds
 
 
 class BoundWatch:
@@ -152,13 +154,72 @@ def round_of(tree: str, phase: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def means(rounds: list[dict[str, Any]], null: dict[str, Any] | None) -> dict[str, Any]:
-    """Each tree's mean over the rounds (and its pods/s over the null extender's)."""
+def means(rounds: list[dict[str, Any]], null_pods_per_second: float | None) -> dict[str, Any]:
+    """Each tree's mean over the rounds (and its pods/s over the null extender's mean)."""
     out: dict[str, Any] = {}
     for tree in ("this", "other"):
         mine = [r for r in rounds if r["tree"] == tree]
         mean = {k: round(sum(r[k] for r in mine) / len(mine), 2) for k in mine[0] if k != "tree"}
-        if null is not None:
-            mean["over_null"] = round(mean["pods_per_second"] / null["pods_per_second"], 3)
+        if null_pods_per_second is not None:
+            mean["over_null"] = round(mean["pods_per_second"] / null_pods_per_second, 3)
         out[tree] = mean
     return out
+
+
+def targets_of(phases: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """The issue's ratios for each extender phase of one round (``this``, ``other``), against the
+    plain and null phases of the same round (given in brief under ``plain`` and ``null``): the
+    machine drifts between rounds more than within one.
+
+    ``over_null``: pods/s over the null extender's (target 1). ``extender_cpu_over_plain_scheduler``:
+    the extender's CPU per pod (replicas and Redis) over kube-scheduler's own in the plain phase
+    (target 2). ``scheduler_cpu_over_null`` and ``apiserver_cpu_over_null``: their CPU per pod with
+    ours over theirs with the null extender (target 3).
+    """
+    plain, null = phases.get("plain"), phases.get("null")
+    out: dict[str, dict[str, float]] = {}
+    for name, reference in (("plain", plain), ("null", null)):  # the round's own references, in brief
+        if reference is not None:
+            out[name] = {
+                "pods_per_second": reference["pods_per_second"],
+                "kube_scheduler_cpu_ms_per_pod": reference["cpu_ms_per_pod"]["kube-scheduler"],
+                "kube_apiserver_cpu_ms_per_pod": reference["cpu_ms_per_pod"]["kube-apiserver"],
+            }
+    for tree in ("this", "other"):
+        ours = phases.get(tree)
+        if ours is None:
+            continue
+        cpu = ours["cpu_ms_per_pod"]
+        ratios: dict[str, float] = {}
+        if null is not None:
+            ratios["over_null"] = round(ours["pods_per_second"] / null["pods_per_second"], 3)
+            for process, key in (("kube-scheduler", "scheduler"), ("kube-apiserver", "apiserver")):
+                ratios[f"{key}_cpu_over_null"] = round(cpu[process] / null["cpu_ms_per_pod"][process], 3)
+        if plain is not None:
+            scheduler_alone = plain["cpu_ms_per_pod"]["kube-scheduler"]
+            ratios["extender_cpu_over_plain_scheduler"] = round(ours["extender_cpu_ms_per_pod"] / scheduler_alone, 3)
+        out[tree] = ratios
+    return out
+
+
+def targets_mean(rounds: list[dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:
+    """Each tree's ratios (``targets_of``) averaged over the rounds."""
+    out: dict[str, dict[str, float]] = {}
+    for tree in ("this", "other"):
+        mine = [r[tree] for r in rounds if tree in r]
+        if mine:
+            out[tree] = {k: round(sum(r[k] for r in mine) / len(mine), 3) for k in mine[0]}
+    return out
+
+
+def idle_rates(processes: dict[str, int], seconds: float) -> dict[str, float]:
+    """Each process's CPU while nothing is being scheduled, in ms per second of ``seconds``: the
+    background (watches, leases, timers) a phase's CPU per pod carries in proportion to its length."""
+    before = {label: cpu_seconds(pid) or 0.0 for label, pid in processes.items()}
+    started = time.perf_counter()
+    time.sleep(seconds)
+    elapsed = time.perf_counter() - started
+    return {
+        label: round(1000 * ((cpu_seconds(pid) or 0.0) - before[label]) / elapsed, 2)
+        for label, pid in processes.items()
+    }
