@@ -223,6 +223,9 @@ class ControlPlane:
                 "--cert-dir",
                 str(certs),
                 "--profiling=false",
+                # Deleting a namespace's pods between tests and benchmark phases: one worker deletes 10000
+                # pods slower than the request timeout on a slow machine.
+                "--delete-collection-workers=4",
                 "--v=1",
                 *([f"--feature-gates={self.feature_gates}"] if self.feature_gates else []),
                 *([f"--runtime-config={self.runtime_config}"] if self.runtime_config else []),
