@@ -42,6 +42,7 @@ class Block:
     started: float = 0.0
     seconds: float | None = None  # set when it ends
     shown: bool = False
+    after: Block | None = None  # started once that block has ended (None: at once)
 
     @property
     def passed(self) -> bool:
@@ -59,19 +60,30 @@ def last_to_end(chosen: list[Release]) -> Release:
 
 def suite_blocks(python: str = sys.executable) -> list[Block]:
     """The non-end-to-end tiers, then one block per selected release (``KUBE_VERSIONS``, the tested
-    table by default)."""
+    table by default).
+
+    While releases are being built, the builds stagger the blocks. With every release at hand, all
+    blocks at once would run four control planes beside the other tiers, on a machine of two cores
+    that starves servers of their start-up time: the whole tier's block and one other release's run
+    at once, and each further release's block starts when the one before it ends.
+    """
     pytest = [python, "-m", "pytest", "-q"]
     blocks = [Block("unit, HTTP, store and integration tiers", [*pytest, "tests", "--ignore=tests/e2e"])]
     chosen = releases.select(os.environ.get("KUBE_VERSIONS"))
+    building = any(releases.locate(r) is None for r in chosen)
     last = last_to_end(chosen)
+    side: Block | None = None  # the latest block of a release outside the whole tier (nothing to build)
     for release in chosen:
         # No cache provider: several processes would overwrite each other's record of failures.
         argv = [*pytest, "-p", "no:cacheprovider", "tests/e2e", "--kube-release", release.version]
-        if release == last:
+        if building and release == last:
             # It runs when nearly everything else has ended and the cores are half idle: over two
             # processes (pytest-xdist), each with a control plane of its own, a test module each.
             argv += ["-n", "2", "--dist", "loadfile"]
-        blocks.append(Block(f"end-to-end tier on v{release.version}", argv, accepted=(0, NO_TESTS)))
+        block = Block(f"end-to-end tier on v{release.version}", argv, accepted=(0, NO_TESTS))
+        if not building and not release.whole_tier:
+            block.after, side = side, block
+        blocks.append(block)
     return blocks
 
 
@@ -112,16 +124,21 @@ def _stop(blocks: Sequence[Block]) -> None:
 
 
 def run(blocks: Sequence[Block], log_dir: Path, stream: TextIO = sys.stdout, poll: float = 0.5) -> bool:
-    """Run every block at once; True when all passed. The first block writes to the terminal."""
-    for index, block in enumerate(blocks):
-        _start(block, None if index == 0 else log_dir / f"block-{index}.log")
+    """Run every block, each at once or when the block it comes ``after`` has ended; True when all
+    passed. The first block writes to the terminal."""
+    first = True
     try:
-        stream.write("".join(f"started: {b.name} (output in {b.log})\n" for b in blocks[1:]))
-        stream.flush()
         while not all(b.shown for b in blocks):
+            for index, block in enumerate(blocks):
+                if block.process is None and (block.after is None or block.after.seconds is not None):
+                    _start(block, None if index == 0 else log_dir / f"block-{index}.log")
+                    # Said before the first block's output begins; a block started later is named when shown.
+                    if first and block.log is not None:
+                        stream.write(f"started: {block.name} (output in {block.log})\n")
+                        stream.flush()
+            first = False
             for block in blocks:
-                assert block.process is not None
-                if block.seconds is None and block.process.poll() is not None:
+                if block.process is not None and block.seconds is None and block.process.poll() is not None:
                     block.seconds = time.monotonic() - block.started
             if blocks[0].seconds is not None:
                 for block in blocks:

@@ -126,12 +126,35 @@ def workers(block: Block) -> int:
     return int(block.argv[block.argv.index("-n") + 1]) if "-n" in block.argv else 1
 
 
+def test_with_every_release_at_hand_the_blocks_beside_the_whole_tier_run_one_after_another(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("KUBE_VERSIONS", raising=False)
+    monkeypatch.setattr(releases, "locate", lambda r: Path("/bin"))
+    _, whole, middle, oldest = suite.suite_blocks("py")
+    assert [workers(b) for b in (whole, middle, oldest)] == [1, 1, 1]
+    assert whole.after is None and middle.after is None
+    assert oldest.after is middle
+    # While releases are built, the builds stagger the blocks: all start at once.
+    monkeypatch.setattr(releases, "locate", lambda r: None)
+    assert all(b.after is None for b in suite.suite_blocks("py"))
+
+
+def test_a_block_after_another_starts_only_once_that_one_has_ended(tmp_path: Path) -> None:
+    mark = tmp_path / "first-done"
+    first = Block("first", script(f"import pathlib, time; time.sleep(0.5); pathlib.Path({str(mark)!r}).touch()"))
+    # Fails unless the block it comes after has already finished.
+    then = Block("then", script(f"import pathlib, sys; sys.exit(0 if pathlib.Path({str(mark)!r}).exists() else 1)"))
+    then.after = first
+    out = io.StringIO()
+    assert suite.run([Block("terminal", script("print('t')")), first, then], tmp_path, out, poll=0.05)
+    assert then.started >= first.started + (first.seconds or 0)
+    assert "== then: passed" in out.getvalue()
+
+
 def test_the_block_that_ends_the_suite_runs_over_two_processes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("KUBE_VERSIONS", raising=False)
     _, middle, oldest = RELEASES
-    # Nothing to build: the whole tier's block is the longest.
-    monkeypatch.setattr(releases, "locate", lambda r: Path("/bin"))
-    assert [workers(b) for b in suite.suite_blocks("py")[1:]] == [2, 1, 1]
     # The oldest at hand (KUBE_BIN_DIR), the others built newest first: the middle one ends last.
     monkeypatch.setattr(releases, "locate", lambda r: Path("/bin") if r is oldest else None)
     assert suite.last_to_end(list(RELEASES)) is middle
