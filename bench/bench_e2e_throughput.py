@@ -32,7 +32,7 @@ from pathlib import Path
 
 from app.serving.embedded_redis import EmbeddedRedis
 from bench.e2e_measures import VERBS, Profiler, idle_rates, means, round_of, targets_mean, targets_of
-from bench.e2e_phases import run_round
+from bench.e2e_phases import Sitting, run_round
 from bench.e2e_workload import HOST, POD_CPU, POD_MEMORY, ZONE, app_kind
 from devstack.controlplane import running_control_plane
 from devstack.kube import Kube
@@ -135,9 +135,8 @@ def main() -> None:
             processes["this benchmark (watch)"] = os.getpid()
             idle = idle_rates(processes, args.idle) if args.idle else None
             try:
-                by_round = [
-                    run_round(plane, kube, workdir, redis.url, args, processes, index) for index in range(args.rounds)
-                ]
+                sitting = Sitting(plane, kube, workdir, redis.url, args, processes)
+                by_round = [run_round(sitting, index) for index in range(args.rounds)]
             finally:
                 redis.stop()
 

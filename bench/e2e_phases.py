@@ -8,6 +8,7 @@ import argparse
 import secrets
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -102,19 +103,24 @@ def lead_by(stack: Stack, index: int, synced: Callable[[], bool]) -> None:
     raise RuntimeError(f"replica {index + 1} did not take the watch lease")
 
 
-def extender_phase(
-    plane: ControlPlane,
-    kube: Kube,
-    workdir: Path,
-    redis_url: str,
-    args: argparse.Namespace,
-    processes: dict[str, int],
-    tree: Path | None,
-    profile_dir: Path | None,
-) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class Sitting:
+    """What every phase of one run shares: the control plane, Redis, the options and the processes
+    whose CPU each phase counts (name -> pid)."""
+
+    plane: ControlPlane
+    kube: Kube
+    workdir: Path
+    redis_url: str
+    args: argparse.Namespace
+    processes: dict[str, int]
+
+
+def extender_phase(sitting: Sitting, tree: Path | None, profile_dir: Path | None) -> dict[str, Any]:
     """The phase with our replicas (running ``tree``'s code when given): its figures, the calls the
     replicas answered and their mean server-side time per verb."""
-    stack = Stack(plane, redis_url, workdir, replicas=args.replicas, scheduler_verbosity=1, tree=tree)
+    plane, kube, workdir, args = sitting.plane, sitting.kube, sitting.workdir, sitting.args
+    stack = Stack(plane, sitting.redis_url, workdir, replicas=args.replicas, scheduler_verbosity=1, tree=tree)
     try:
         assert stack.scheduler is not None and stack.balancer is not None
         stack.scheduler.stop()  # the phase starts its own once the pods exist
@@ -134,7 +140,7 @@ def extender_phase(
         entries = registered(entries, args.verbs)
         role = {0: "replica 1 (filter, prioritize)", len(stack.replicas) - 1: "replica 2 (bind)"}
         labels: dict[str, str] = {}  # replica url -> its label
-        measured = dict(processes)
+        measured = dict(sitting.processes)
         for i, replica in enumerate(stack.replicas):
             label = role.get(i, f"replica {i + 1}") if args.layout == "direct" else f"replica {i + 1}"
             measured[label] = replica.proc.pid
@@ -173,18 +179,12 @@ def extender_phase(
         stack.stop()
 
 
-def run_round(
-    plane: ControlPlane,
-    kube: Kube,
-    workdir: Path,
-    redis_url: str,
-    args: argparse.Namespace,
-    processes: dict[str, int],
-    index: int,
-) -> dict[str, dict[str, Any]]:
+def run_round(sitting: Sitting, index: int) -> dict[str, dict[str, Any]]:
     """Round ``index``: the plain phase, the null extender's, ours and (``--compare``) the other tree's,
     by name. Every other round runs them in the reverse order, so the machine's drift falls on every
     phase alike; only the first round's phase of ours is profiled."""
+    plane, kube, workdir, args = sitting.plane, sitting.kube, sitting.workdir, sitting.args
+    processes = sitting.processes
     kinds = ["plain", *(["null"] if args.null_extender else []), "this", *(["other"] if args.compare else [])]
     if index % 2:
         kinds.reverse()
@@ -204,5 +204,5 @@ def run_round(
         else:
             tree = args.compare if kind == "other" else None
             profile = args.profile if index == 0 and kind == "this" else None
-            phases[kind] = extender_phase(plane, kube, workdir, redis_url, args, processes, tree, profile)
+            phases[kind] = extender_phase(sitting, tree, profile)
     return phases
