@@ -63,9 +63,9 @@ class Kube:
         _check(self.http.post(f"/api/v1/namespaces/{name}/serviceaccounts", json=sa), (201, 409))
 
     def delete_namespace_pods(self, namespace: str, attempts: int = 20) -> None:
-        """Every pod of ``namespace`` deleted. The API server deletes a collection one item at a time and
-        answers 504 when its request timeout (a minute) passes first, 10000 pods on a slow machine: what
-        it deleted stays deleted, so the same request goes again for the rest."""
+        """Every pod of ``namespace`` deleted. The API server deletes a collection item by item and answers
+        504 when its request timeout (a minute) passes first, 10000 pods on a slow machine: what it deleted
+        stays deleted, so the same request goes again for the rest."""
         for _ in range(max(attempts, 1)):
             resp = self.http.delete(f"/api/v1/namespaces/{namespace}/pods", params={"gracePeriodSeconds": "0"})
             if resp.status_code != 504:
