@@ -143,23 +143,35 @@ def registered(entries: list[dict[str, Any]], verbs: str) -> list[dict[str, Any]
     return out
 
 
-def round_of(tree: str, phase: dict[str, Any]) -> dict[str, Any]:
-    """One extender phase of a ``--compare`` sitting, in brief."""
+def cpu_now(processes: dict[str, int]) -> dict[str, float]:
+    """Each process's CPU seconds so far (0 once it is gone): a phase's CPU is the difference of two."""
+    return {label: cpu_seconds(pid) or 0.0 for label, pid in processes.items()}
+
+
+def brief(phase: dict[str, Any]) -> dict[str, Any]:
+    """A phase's pods/s and kube-scheduler's and kube-apiserver's CPU per pod."""
     return {
-        "tree": tree,
         "pods_per_second": phase["pods_per_second"],
-        "extender_cpu_ms_per_pod": phase["extender_cpu_ms_per_pod"],
         "kube_scheduler_cpu_ms_per_pod": phase["cpu_ms_per_pod"]["kube-scheduler"],
         "kube_apiserver_cpu_ms_per_pod": phase["cpu_ms_per_pod"]["kube-apiserver"],
     }
+
+
+def round_of(tree: str, phase: dict[str, Any]) -> dict[str, Any]:
+    """One extender phase of a ``--compare`` sitting, in brief."""
+    return {"tree": tree, **brief(phase), "extender_cpu_ms_per_pod": phase["extender_cpu_ms_per_pod"]}
+
+
+def _averaged(rows: list[dict[str, Any]], digits: int) -> dict[str, float]:
+    """Each numeric field's mean over ``rows`` (``tree`` names the rows, it is not averaged)."""
+    return {k: round(sum(r[k] for r in rows) / len(rows), digits) for k in rows[0] if k != "tree"}
 
 
 def means(rounds: list[dict[str, Any]], null_pods_per_second: float | None) -> dict[str, Any]:
     """Each tree's mean over the rounds (and its pods/s over the null extender's mean)."""
     out: dict[str, Any] = {}
     for tree in ("this", "other"):
-        mine = [r for r in rounds if r["tree"] == tree]
-        mean = {k: round(sum(r[k] for r in mine) / len(mine), 2) for k in mine[0] if k != "tree"}
+        mean: dict[str, Any] = _averaged([r for r in rounds if r["tree"] == tree], 2)
         if null_pods_per_second is not None:
             mean["over_null"] = round(mean["pods_per_second"] / null_pods_per_second, 3)
         out[tree] = mean
@@ -180,11 +192,7 @@ def targets_of(phases: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]
     out: dict[str, dict[str, float]] = {}
     for name, reference in (("plain", plain), ("null", null)):  # the round's own references, in brief
         if reference is not None:
-            out[name] = {
-                "pods_per_second": reference["pods_per_second"],
-                "kube_scheduler_cpu_ms_per_pod": reference["cpu_ms_per_pod"]["kube-scheduler"],
-                "kube_apiserver_cpu_ms_per_pod": reference["cpu_ms_per_pod"]["kube-apiserver"],
-            }
+            out[name] = brief(reference)
     for tree in ("this", "other"):
         ours = phases.get(tree)
         if ours is None:
@@ -208,18 +216,15 @@ def targets_mean(rounds: list[dict[str, dict[str, float]]]) -> dict[str, dict[st
     for tree in ("this", "other"):
         mine = [r[tree] for r in rounds if tree in r]
         if mine:
-            out[tree] = {k: round(sum(r[k] for r in mine) / len(mine), 3) for k in mine[0]}
+            out[tree] = _averaged(mine, 3)
     return out
 
 
 def idle_rates(processes: dict[str, int], seconds: float) -> dict[str, float]:
     """Each process's CPU while nothing is being scheduled, in ms per second of ``seconds``: the
     background (watches, leases, timers) a phase's CPU per pod carries in proportion to its length."""
-    before = {label: cpu_seconds(pid) or 0.0 for label, pid in processes.items()}
+    before = cpu_now(processes)
     started = time.perf_counter()
     time.sleep(seconds)
     elapsed = time.perf_counter() - started
-    return {
-        label: round(1000 * ((cpu_seconds(pid) or 0.0) - before[label]) / elapsed, 2)
-        for label, pid in processes.items()
-    }
+    return {label: round(1000 * (now - before[label]) / elapsed, 2) for label, now in cpu_now(processes).items()}

@@ -14,7 +14,16 @@ from typing import Any
 
 import httpx
 
-from bench.e2e_measures import BoundWatch, Profiler, api_requests, idle_rates, per_pod, registered, replica_counters
+from bench.e2e_measures import (
+    BoundWatch,
+    Profiler,
+    api_requests,
+    cpu_now,
+    idle_rates,
+    per_pod,
+    registered,
+    replica_counters,
+)
 from bench.e2e_workload import create_all, pod_bodies
 from devstack.controlplane import ControlPlane, KubeScheduler, extender_entries
 from devstack.kube import Kube, wait_for
@@ -43,7 +52,7 @@ def run_phase(
     kube.create_namespace(namespace)
     created_s = create_all(kube, namespace, pod_bodies(kube, name, pods, apps))
     watch = BoundWatch(plane, namespace, pods)
-    before = {label: cpu_seconds(pid) or 0.0 for label, pid in processes.items()}
+    before = cpu_now(processes)
     requests_before = api_requests(plane)
     counters_before = replica_counters(replica_urls)
     if profile is not None:
@@ -54,7 +63,7 @@ def run_phase(
         ready_s = time.perf_counter() - start
         watch.wait(1800)
         elapsed = time.perf_counter() - start
-        used = {label: (cpu_seconds(pid) or 0.0) - before[label] for label, pid in processes.items()}
+        used = {label: now - before[label] for label, now in cpu_now(processes).items()}
         used["kube-scheduler"] = cpu_seconds(scheduler.process.proc.pid) or 0.0
         requests = per_pod(api_requests(plane), requests_before, pods)
         counters = per_pod(replica_counters(replica_urls), counters_before, pods)

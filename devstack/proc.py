@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from pathlib import Path
 
 import httpx
+
+from devstack.kube import wait_for
 
 
 def cpu_seconds(pid: int) -> float | None:
@@ -34,14 +35,13 @@ def resident_mb(pid: int) -> float:
 
 def wait_http(url: str, process: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
     """Until ``url`` answers 200; fails at once when ``process`` (the server behind it) exits."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def answers() -> bool:
         if process.poll() is not None:
             raise RuntimeError(f"{url}: process exited with {process.returncode}")
         try:
-            if httpx.get(url, timeout=0.5).status_code == 200:
-                return
+            return httpx.get(url, timeout=0.5).status_code == 200
         except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    raise RuntimeError(f"{url} not up within {timeout}s")
+            return False
+
+    wait_for(answers, timeout, f"{url} answering 200", interval=0.1)

@@ -49,13 +49,11 @@ class Block:
         return self.process is not None and self.process.returncode in self.accepted
 
 
-def last_to_end(chosen: list[Release]) -> Release:
-    """The release whose block ends the suite: the last one built (builds go newest first, one at a
-    time), or when none needs building, the one running the whole tier."""
+def last_to_end(chosen: list[Release]) -> Release | None:
+    """The release whose block ends the suite while releases are being built: the last one built
+    (builds go newest first, one at a time). None when none needs building."""
     pending = [r for r in chosen if releases.locate(r) is None]
-    if pending:
-        return min(pending, key=lambda r: r.order)
-    return next((r for r in chosen if r.whole_tier), chosen[0])
+    return min(pending, key=lambda r: r.order) if pending else None
 
 
 def suite_blocks(python: str = sys.executable) -> list[Block]:
@@ -70,13 +68,13 @@ def suite_blocks(python: str = sys.executable) -> list[Block]:
     pytest = [python, "-m", "pytest", "-q"]
     blocks = [Block("unit, HTTP, store and integration tiers", [*pytest, "tests", "--ignore=tests/e2e"])]
     chosen = releases.select(os.environ.get("KUBE_VERSIONS"))
-    building = any(releases.locate(r) is None for r in chosen)
     last = last_to_end(chosen)
+    building = last is not None
     side: Block | None = None  # the latest block of a release outside the whole tier (nothing to build)
     for release in chosen:
         # No cache provider: several processes would overwrite each other's record of failures.
         argv = [*pytest, "-p", "no:cacheprovider", "tests/e2e", "--kube-release", release.version]
-        if building and release == last:
+        if release == last:
             # It runs when nearly everything else has ended and the cores are half idle: over two
             # processes (pytest-xdist), each with a control plane of its own, a test module each.
             argv += ["-n", "2", "--dist", "loadfile"]
