@@ -40,7 +40,8 @@ class Telemetry:
         self.preemptor_retries = Counter(
             "extender_preemptor_retries_total",
             "A preemptor's retry meeting its own victims still in the snapshot: filter passed a node for it "
-            "(passed), its bind waited and bound (bound) or waited in vain (refused).",
+            "(passed), its bind waited and bound (bound) or waited in vain (refused); or kube-scheduler "
+            "repeating a preemption already made, declined (repeat_declined).",
             ["outcome"],
             registry=r,
         )

@@ -101,6 +101,10 @@ class GangPermit:
                 self._note(pod, reasons.BIND_FAILED, arrived)
             return arrived
         status = arrived.status
+        if arrived.replaced:
+            # kube-scheduler sent another bind for the pod while one was still recorded (it gave up on
+            # that call): the earlier call, if still held, answers that its arrival is gone.
+            log.info("gang %s: bind call %s for %s replaced call %s", ref.key, token, pod.key, arrived.replaced)
         if status is ArriveStatus.REJECTED:
             why = f"{arrived.why}; cooling down for {max(arrived.ms_left, 0) / 1000:.1f}s more"
             self._note(pod, reasons.GANG_COOLING_DOWN, why)
@@ -130,10 +134,11 @@ class GangPermit:
         gone: asyncio.Event | None = None,
     ) -> str:
         log.debug(
-            "gang %s: %s held on %s (%d held, %d bound of %d)",
+            "gang %s: %s held on %s by call %s (%d held, %d bound of %d)",
             ref.key,
             pod.key,
             target.node,
+            token,
             arrived.held,
             arrived.bound,
             ref.min_member,
@@ -156,6 +161,9 @@ class GangPermit:
             self._note(pod, reasons.GANG_REJECTED, why)
             return why
         self._note(pod, reasons.BIND_FAILED, waited.why)
+        log.info(
+            "gang %s: held bind call %s for %s ended %s: %s", ref.key, token, pod.key, waited.outcome.value, waited.why
+        )
         # Bounded like the wait: a hung Redis must not hold the answer (the reservation then
         # lapses with its hold TTL).
         with contextlib.suppress(RedisError, OSError, TimeoutError):

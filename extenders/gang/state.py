@@ -93,6 +93,7 @@ class ArriveResult:
     assembling: tuple[str, ...] = ()
     node: str = ""
     generation: int = 0
+    replaced: str = ""  # PERMITTED, WAIT: another call's arrival for the pod this one replaced
 
 
 @dataclass(slots=True, frozen=True)
@@ -265,8 +266,10 @@ class GangStore:
         if status is ArriveStatus.BOUND:
             return ArriveResult(status, node=_text(reply[1]))
         if status is ArriveStatus.PERMITTED:
-            return ArriveResult(status, held=int(reply[1]), bound=int(reply[2]))
-        return ArriveResult(status, ms_left=int(reply[1]), held=int(reply[2]), bound=int(reply[3]))
+            return ArriveResult(status, held=int(reply[1]), bound=int(reply[2]), replaced=_text(reply[3]))
+        return ArriveResult(
+            status, ms_left=int(reply[1]), held=int(reply[2]), bound=int(reply[3]), replaced=_text(reply[4])
+        )
 
     async def poll(self, gang: str, held: Sequence[tuple[str, str]]) -> PollResult:
         c = self.config

@@ -5,8 +5,9 @@
 -- priority, then the uids of the live members the caller's snapshot shows placed (bound or held,
 -- not terminating); only those still placed now count.
 -- Returns {'rejected', why, cool ms left} | {'notadmitted', position, assembling gangs} |
---   {'conflict', node generation} | {'bound', node} | {'permitted', held, bound} |
---   {'wait', ms left in the window, held, bound}
+--   {'conflict', node generation} | {'bound', node} | {'permitted', held, bound, replaced} |
+--   {'wait', ms left in the window, held, bound, replaced}; replaced: the token and state of
+--   another call's arrival for this pod that this one replaced, '' when none
 local gk, uid, node, payload, expected = ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local hold_ttl, info, lease = tonumber(ARGV[8]), ARGV[9], tonumber(ARGV[10])
 local window, minimum, score = tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13])
@@ -39,11 +40,18 @@ local function main()
   end
   local failed = reserve(uid, node, payload, expected, hold_ttl, now)
   if failed then return failed end
+  -- An arrival of another call for this pod is replaced (its held call then reads itself lost).
+  local replaced = ''
+  local before = redis.call('HGET', k_arr(gk), uid)
+  if before then
+    local rec = cjson.decode(before)
+    if rec.t ~= cjson.decode(info).t then replaced = (rec.t or '') .. ' (' .. (rec.st or '') .. ')' end
+  end
   redis.call('HSET', k_arr(gk), uid, info)
   redis.call('HSET', h, 'min', minimum, 'bound', others)
   if state == 'permitted' then
     redis.call('ZADD', K_ASSUMED, 'XX', now + assumed_ttl, uid)  -- it binds now, as in permit()
-    return {'permitted', held + 1, others}
+    return {'permitted', held + 1, others, replaced}
   end
   redis.call('ZADD', k_lease(gk), now + lease, uid)
   redis.call('SADD', G_ACTIVE, gk)
@@ -56,9 +64,9 @@ local function main()
   end
   if held + 1 + others >= minimum then
     permit(gk, now, assumed_ttl)
-    return {'permitted', held + 1, others}
+    return {'permitted', held + 1, others, replaced}
   end
-  return {'wait', deadline - now, held + 1, others}
+  return {'wait', deadline - now, held + 1, others, replaced}
 end
 
 local reply = main()

@@ -5,7 +5,8 @@ where they are leaving, or gone."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Set
+from collections.abc import Mapping, Sequence, Set
+from dataclasses import dataclass
 
 from extenders import engine
 from extenders.model import NodeInfo, PodInfo
@@ -63,3 +64,36 @@ def fit_without_own_victims(
 
 def _with_nodes(snapshot: Snapshot, nodes: dict[str, NodeInfo]) -> Snapshot:
     return dataclasses.replace(snapshot, nodes=nodes, sealed=False, summary_seed=snapshot.seed(), node_changes=None)
+
+
+@dataclass(frozen=True, slots=True)
+class Repeat:
+    """kube-scheduler proposing again, on one node, only victims an earlier answer gave the same
+    preemptor there: the node, and those of the victims the snapshot still holds."""
+
+    node: str
+    live: frozenset[str]
+
+
+def repeated_preemption(
+    preemptor: PodInfo, candidates: Mapping[str, Sequence[str]], answered: Mapping[str, Set[str]], snapshot: Snapshot
+) -> Repeat | None:
+    """The node where kube-scheduler repeats a preemption of ``preemptor`` it has already made, if any.
+
+    It retries a preemptor as soon as any pod goes, and its cache may still hold the victims it
+    evicted: it then proposes them again. A node whose proposed victims all come from this
+    preemptor's earlier answers there and are all gone from the snapshot is one; so is, while its
+    victims are still there, the node the preemptor is nominated to (or, before the nomination
+    shows, the only node matching).
+    """
+    matching = [name for name, uids in candidates.items() if uids and set(uids) <= answered.get(name, frozenset())]
+    if not matching:
+        return None
+    for name in matching:
+        if all(snapshot.find_pod(uid) is None for uid in candidates[name]):
+            return Repeat(name, frozenset())
+    nominated = preemptor.nominated_node_name
+    node = nominated if nominated in matching else (matching[0] if not nominated and len(matching) == 1 else "")
+    if not node:
+        return None
+    return Repeat(node, frozenset(uid for uid in candidates[node] if snapshot.find_pod(uid) is not None))

@@ -230,8 +230,9 @@ class NodeSelector:
             full = victim_pods.get(uid) if victim_pods else None
             if pod is None and uid in self.departed and self.snapshot.find_pod(uid) is None:
                 # kube-scheduler (1.33 on) retries the preemptor before its cache drops the victims it
-                # evicted: the same node again, with them. Our view is newer, not older: they stay in
-                # the answer (kube-scheduler finds them gone) and free nothing more.
+                # evicted: the same node again, with them. Our view is newer, not older: they free
+                # nothing more, and are answered only when no other victim is left (deleting one
+                # already gone emits no event, and kube-scheduler waits for its last victim's).
                 departed = full or PodInfo(namespace="", name=uid, uid=uid)
                 gone.append(dataclasses.replace(departed, deletion_timestamp=departed.deletion_timestamp or "deleted"))
                 continue
@@ -252,12 +253,11 @@ class NodeSelector:
         trial = Trial(info, [p for p in live if p.uid not in seen], self._nominated(info))
         for sibling in self._siblings(node_name, siblings):
             trial.add(sibling)
-        scheduler_victims += gone
         if self.fits(trial):
-            if not scheduler_victims:
+            if not scheduler_victims and not gone:
                 drop_node(RULE_NO_VICTIMS, "fits without evicting anything; an empty list is refused")
                 return None
-            return self._decision(node_name, scheduler_victims, [], violating_uids)
+            return self._decision(node_name, scheduler_victims or gone, [], violating_uids)
 
         lower = [p for p in trial.node.pods.values() if p.priority < preemptor.priority]
         if not lower:

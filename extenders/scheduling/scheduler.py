@@ -26,11 +26,12 @@ from extenders.kube.requeue import REFUSAL_WINDOW_SECONDS, REQUEUE_INTERVAL_SECO
 from extenders.logs import log_fields
 from extenders.model import NodeFacts, PodInfo
 from extenders.policy import Policy
-from extenders.preemption import MetaVictims, process_preemption
-from extenders.preemption.inflight import fit_without_own_victims, with_leaving
+from extenders.preemption import MetaVictims
+from extenders.preemption.inflight import fit_without_own_victims
 from extenders.runtime import ClusterRuntime
 from extenders.scheduling.cycle import Cycle, Cycles
 from extenders.scheduling.outcomes import CyclePod, FilterOutcome, NodeScores, SnapshotUnavailable, Unevaluable
+from extenders.scheduling.preempt import Preempter
 from extenders.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
@@ -68,6 +69,7 @@ class Scheduler:
         self.requeuer = Requeuer(runtime.kube) if runtime.kube is not None else None
         self._requeues: set[asyncio.Task[int]] = set()
         self._cycles = Cycles()
+        self.preempter = Preempter(policy, gangs, self.snapshot, runtime.telemetry)
 
     async def snapshot(self, nodes: Sequence[NodeFacts] = ()) -> Snapshot:
         """The current snapshot; nodes a request carried whole refresh older records first."""
@@ -323,43 +325,11 @@ class Scheduler:
         ``victim_pods``: the victims by UID, when the request carried them whole."""
         with log_fields(verb="preempt", pod=pod.key):
             try:
-                snap = await self.snapshot()
+                return await self.preempter.preempt(pod, candidates, victim_pods)
             except SnapshotUnavailable:
                 # No snapshot, no vouching for any candidate: kube-scheduler preempts nothing this cycle.
                 log.warning("preempt answered no candidates: snapshot unavailable")
                 return {}
-            try:
-                # Victims of answers just given may not be gone from the snapshot yet: kube-scheduler
-                # evicts asynchronously, and another preemptor's cycle may come first.
-                evicting, offered = await self.gangs.evictions.preempting()
-                view = with_leaving(snap, evicting)
-            except (RedisError, OSError) as exc:
-                log.warning("preempt answered no candidates: Redis unavailable (%s)", exc)
-                return {}
-            gang_of = self.gangs.gang_of(view)
-            try:
-                result = process_preemption(
-                    self.policy, pod, candidates, view, gang_of=gang_of, victim_pods=victim_pods, departed=offered
-                )
-            except Exception:  # no answer we can vouch for: preempt nothing this cycle
-                log.exception("preempt failed for %s", pod.key)
-                return {}
-            if result.gang_evictions:
-                try:
-                    await self.gangs.evictions.record(result.gang_evictions)
-                except (RedisError, OSError) as exc:
-                    # Unrecorded, the gang's members elsewhere would stay: that gang would be left half alive.
-                    log.warning("preempt %s: no candidate: its gang eviction was not recorded (%s)", pod.key, exc)
-                    return {}
-            # Any answered victim may be evicted, and found missing when kube-scheduler retries with it
-            # (see NodeSelector); with one node, kube-scheduler can only pick it.
-            answer = {name: victims.uids for name, victims in result.nodes.items()}
-            if any(answer.values()):
-                try:
-                    await self.gangs.evictions.mark_preempting(answer, preemptor=pod.uid)
-                except (RedisError, OSError) as exc:
-                    log.warning("preempt %s: its victims were not marked (%s)", pod.key, exc)
-            return result.nodes
 
     async def explain(self, pod: PodInfo, names: list[str] | None = None) -> dict[str, Any]:
         """Every predicate's verdict and every priority's score on ``names`` (default: every node)."""

@@ -27,7 +27,7 @@ def client(redis_url: str, redis_prefix: str, monkeypatch: pytest.MonkeyPatch) -
     settings = Settings(redis_url=redis_url, redis_prefix=redis_prefix, kube_mode="off")
     for name in ("filter_nodes", "prioritize_nodes", "explain"):
         monkeypatch.setattr(engine, name, _boom)
-    monkeypatch.setattr("extenders.scheduling.scheduler.process_preemption", _boom)
+    monkeypatch.setattr("extenders.scheduling.preempt.process_preemption", _boom)
     assert preemption.process_preemption is not _boom
     with TestClient(create_app(settings), raise_server_exceptions=False) as test_client:
         yield test_client
@@ -58,13 +58,13 @@ def test_a_gang_eviction_that_cannot_be_recorded_preempts_nothing(
     async def unreachable(self: EvictionStore, *args: Any) -> None:
         raise RedisConnectionError("Redis went away")
 
-    monkeypatch.setattr("extenders.scheduling.scheduler.process_preemption", taken_whole)
+    monkeypatch.setattr("extenders.scheduling.preempt.process_preemption", taken_whole)
     monkeypatch.setattr(EvictionStore, "record", unreachable)
     settings = Settings(redis_url=redis_url, redis_prefix=redis_prefix, kube_mode="off")
     with TestClient(create_app(settings), raise_server_exceptions=False) as client:
         r = client.post("/preempt", json={"Pod": POD, "NodeNameToMetaVictims": {"a": {"Pods": [{"UID": "x"}]}}})
         assert r.status_code == 200 and r.json() == {"NodeNameToMetaVictims": {}}
         monkeypatch.undo()
-        monkeypatch.setattr("extenders.scheduling.scheduler.process_preemption", taken_whole)
+        monkeypatch.setattr("extenders.scheduling.preempt.process_preemption", taken_whole)
         r = client.post("/preempt", json={"Pod": POD, "NodeNameToMetaVictims": {"a": {"Pods": [{"UID": "x"}]}}})
         assert r.json() == {"NodeNameToMetaVictims": {"a": {"Pods": [{"UID": "x"}], "NumPDBViolations": 0}}}

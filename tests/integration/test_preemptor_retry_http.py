@@ -3,6 +3,7 @@
 kube-scheduler retries a preemptor as soon as its own informer sees the victims deleted; the
 extender's watch can be a few milliseconds behind. Refused then, kube-scheduler would preempt a
 second time. Here the victim is never deleted until the test says so, which is that lag held open.
+A retry whose cache still holds the victims proposes the same preemption again: that repeat is declined.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import httpx
 import pytest
 
 from devstack.metrics import samples_by
+from extenders.scheduling.preempt import REPEAT_WAIT_SECONDS
 from tests.fake_kube.client import make_node, make_pod
 from tests.plugins.fake_kube import FakeKube
 from tests.plugins.servers import ServerProcess
@@ -127,3 +129,37 @@ def test_a_preemptor_retried_before_its_victim_is_seen_gone_passes_and_binds_onc
     assert result == [""], cluster.server.log()
     assert cluster.kube.client.get("Pod", "urgent")["spec"].get("nodeName") == "n2"
     assert cluster.retries() == {"passed": 1, "refused": 1, "bound": 1}
+
+
+def test_a_repeat_of_a_preemption_already_made_is_declined_once_its_victims_are_gone(cluster: Cluster) -> None:
+    # kube-scheduler retries a preemptor when any pod goes; if its cache still holds the victims it
+    # evicted, it proposes them again. Answered, that repeat deletes nothing and emits no deletion
+    # event, and kube-scheduler can leave the pod parked for minutes.
+    uid = {name: pod["metadata"]["uid"] for name, pod in cluster.pods.items()}
+
+    def preempt(name: str, victims: dict[str, str], nominated: str = "") -> tuple[Json, float]:
+        pod = dict(cluster.pods[name])
+        if nominated:
+            pod["status"] = {**pod["status"], "nominatedNodeName": nominated}
+        body = {"Pod": pod, "NodeNameToMetaVictims": {n: {"Pods": [{"UID": uid[v]}]} for n, v in victims.items()}}
+        started = time.monotonic()
+        answer = cluster.post("preempt", body)["NodeNameToMetaVictims"] or {}
+        return answer, time.monotonic() - started
+
+    first, _ = preempt("urgent", {"n1": "a", "n2": "b"})
+    assert set(first) == {"n1", "n2"}, first
+    # Nominated to n1, whose victim a is still there: the repeat waits a moment for the watch, then,
+    # a still being there (its eviction may have failed), is answered as before.
+    again, took = preempt("urgent", {"n1": "a"}, nominated="n1")
+    assert set(again) == {"n1"} and took >= REPEAT_WAIT_SECONDS, (again, took)
+    assert "repeat_declined" not in cluster.retries()
+
+    # kube-scheduler picked n2 and evicted b; its retry proposes b again.
+    cluster.kube.client.delete("Pod", "b", grace_period=0)
+    deadline = time.monotonic() + 10
+    while (answer := preempt("urgent", {"n2": "b"}, nominated="n2")[0]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert answer == {}, cluster.server.log()
+    assert cluster.retries().get("repeat_declined", 0) >= 1
+    # Another preemptor proposing b (gone) repeats nothing of its own: its answer is made as always.
+    assert set(preempt("other", {"n2": "b"})[0]) == {"n2"}

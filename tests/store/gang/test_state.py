@@ -198,8 +198,10 @@ async def test_newer_call_for_the_same_pod_supersedes_the_old_one(store: Store) 
     await seed(store, [gpu_node("n1"), gpu_node("n2")])
     g = gangs(store)
     pod = pods("a", 1, 2)[0]
-    await arrive(g, pod, "n1", 2, token="old")
-    await arrive(g, pod, "n2", 2, token="new")
+    first = await arrive(g, pod, "n1", 2, token="old")
+    second = await arrive(g, pod, "n2", 2, token="new")
+    assert first.replaced == "" and second.replaced == "old (w)"  # what the log reports
+    assert (await arrive(g, pod, "n2", 2, token="new")).replaced == ""  # the same call again replaces nothing
     polled = await g.poll("default/a", [(pod.uid, "old"), (pod.uid, "new")])
     assert polled.mine == [False, True]
     assert await store.placed_pods() == {pod.uid: "n2"}
