@@ -17,6 +17,9 @@ from extenders.kube.transport import AiohttpKubeTransport
 # Auth flows whose Authorization header stays the same from one request to the next until the API
 # server refuses it (a 401 sends the request through httpx, where the flow renews it).
 _STEADY_AUTH = (BearerAuth, BearerTokenFileAuth, ExecAuth)
+# httpx's own lookup of the transport for a URL (proxy mounts included). It is not public: should an
+# httpx release rename it, there is no lane and every request goes through httpx.
+TRANSPORT_LOOKUP = "_transport_for_url"
 
 
 class DirectPost:
@@ -39,8 +42,10 @@ class DirectPost:
     def over(cls, http: httpx.AsyncClient) -> DirectPost | None:
         """The lane for ``http``, or None when its requests do not go out through aiohttp's pool with
         credentials the lane can reuse."""
-        # httpx's own lookup of the transport for a URL (proxy mounts included).
-        transport = http._transport_for_url(http.base_url)
+        lookup = getattr(http, TRANSPORT_LOOKUP, None)
+        if not callable(lookup):
+            return None
+        transport = lookup(http.base_url)
         if not isinstance(transport, AiohttpKubeTransport):
             return None
         if http.auth is not None and not isinstance(http.auth, _STEADY_AUTH):
