@@ -4,7 +4,7 @@ preemption it has already made is recognised and declined.
 kube-scheduler (asynchronous preemption, 1.33 on) retries a preemptor as soon as any pod goes; if its
 cache still holds the victims it evicted, it runs the same preemption again. That one deletes
 nothing, so it emits no deletion event, and the preemptor can stay parked in kube-scheduler's
-queue until some unrelated pod is deleted or the queue is flushed (five minutes). Declining the
+queue until some unrelated pod is deleted, or the queue is flushed (five minutes). Declining the
 repeat leaves the preemptor parked as plainly unschedulable, and the victims' deletion, which its
 cache has yet to see, moves it on.
 """
@@ -23,6 +23,7 @@ from extenders.model import PodInfo
 from extenders.policy import Policy
 from extenders.preemption import MetaVictims, process_preemption
 from extenders.preemption.inflight import Repeat, repeated_preemption, with_leaving
+from extenders.scheduling.outcomes import SnapshotUnavailable
 from extenders.snapshot import Snapshot
 from extenders.telemetry import Telemetry
 
@@ -58,9 +59,15 @@ class Preempter:
         except (RedisError, OSError) as exc:
             log.warning("preempt answered no candidates: Redis unavailable (%s)", exc)
             return {}
-        repeat = repeated_preemption(pod, candidates, answered, snap)
-        if repeat is not None and repeat.live:
-            repeat, snap = await self._await_victims(pod, candidates, answered, repeat, snap)
+        try:
+            repeat = repeated_preemption(pod, candidates, answered, snap)
+            if repeat is not None and repeat.live:
+                repeat, snap = await self._await_victims(pod, candidates, answered, repeat, snap)
+        except SnapshotUnavailable:
+            raise
+        except Exception:  # not a repeat we can vouch for: decided as any other preemption
+            log.exception("preempt %s: checking for a repeated preemption failed", pod.key)
+            repeat = None
         if repeat is not None and not repeat.live:
             self.telemetry.preemptor_retries.labels("repeat_declined").inc()
             log.info(

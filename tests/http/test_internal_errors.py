@@ -68,3 +68,21 @@ def test_a_gang_eviction_that_cannot_be_recorded_preempts_nothing(
         monkeypatch.setattr("extenders.scheduling.preempt.process_preemption", taken_whole)
         r = client.post("/preempt", json={"Pod": POD, "NodeNameToMetaVictims": {"a": {"Pods": [{"UID": "x"}]}}})
         assert r.json() == {"NodeNameToMetaVictims": {"a": {"Pods": [{"UID": "x"}], "NumPDBViolations": 0}}}
+
+
+def test_a_failing_check_for_a_repeated_preemption_leaves_the_decision_to_the_rules(
+    redis_url: str, redis_prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The repeat check only ever declines; broken, it declines nothing and the preemption is decided as
+    before."""
+
+    def kept(*args: Any, **kwargs: Any) -> Preemption:
+        return Preemption({"a": MetaVictims(["x"])})
+
+    monkeypatch.setattr("extenders.scheduling.preempt.repeated_preemption", _boom)
+    monkeypatch.setattr("extenders.scheduling.preempt.process_preemption", kept)
+    settings = Settings(redis_url=redis_url, redis_prefix=redis_prefix, kube_mode="off")
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+        r = client.post("/preempt", json={"Pod": POD, "NodeNameToMetaVictims": {"a": {"Pods": [{"UID": "x"}]}}})
+        assert r.status_code == 200, r.text
+        assert r.json() == {"NodeNameToMetaVictims": {"a": {"Pods": [{"UID": "x"}], "NumPDBViolations": 0}}}
