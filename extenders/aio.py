@@ -6,11 +6,13 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from extenders.logs import FailureLog
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 def cancelling() -> bool:
@@ -52,6 +54,19 @@ async def wait_event(event: asyncio.Event, timeout: float) -> bool:
         woken = False
     event.clear()
     return woken
+
+
+async def poll_until(probe: Callable[[], Awaitable[T | None]], seconds: float, interval: float) -> T | None:
+    """``probe``'s first answer that is not None, asked every ``interval`` (first after one interval)
+    for ``seconds``; None when the time ran out. For waits on the watch, which has no event to await."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while loop.time() < deadline:
+        await asyncio.sleep(interval)
+        found = await probe()
+        if found is not None:
+            return found
+    return None
 
 
 async def every(

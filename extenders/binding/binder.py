@@ -24,6 +24,7 @@ import httpx
 from redis.exceptions import RedisError
 
 from extenders import engine
+from extenders.aio import poll_until
 from extenders.kube.client import BindResult, BindStatus, KubeApiError, KubeClient
 from extenders.kube.events import EventRecorder
 from extenders.model import NodeInfo, PodInfo
@@ -264,14 +265,12 @@ class Binder:
         if not victims or self.fit(pod, engine.without_pods(info, {*victims, pod.uid}), snapshot):
             return None
         log.info("bind of %s waits for its preemption's victims on %s to go: %s", pod.key, node, sorted(victims))
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.victim_wait_seconds
-        while loop.time() < deadline:
-            await asyncio.sleep(VICTIM_POLL_SECONDS)
+
+        async def gone() -> bool | None:
             current = (await self.runtime.snapshot()).node(node)
-            if current is None or not victims & current.pods.keys():
-                return True
-        return False
+            return True if current is None or not victims & current.pods.keys() else None
+
+        return bool(await poll_until(gone, self.victim_wait_seconds, VICTIM_POLL_SECONDS))
 
     async def _reserve(self, pod: PodInfo, node: str, ttl: float, snapshot: Snapshot | None) -> Check:
         async with self.node_lock(node):

@@ -11,18 +11,17 @@ cache has yet to see, moves it on.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from redis.exceptions import RedisError
 
+from extenders.aio import poll_until
 from extenders.gang import GangService
 from extenders.model import PodInfo
 from extenders.policy import Policy
 from extenders.preemption import MetaVictims, process_preemption
-from extenders.preemption.inflight import Repeat, repeated_preemption, with_leaving
+from extenders.preemption.inflight import repeated_preemption, with_leaving
 from extenders.scheduling.outcomes import SnapshotUnavailable
 from extenders.snapshot import Snapshot
 from extenders.telemetry import Telemetry
@@ -62,7 +61,8 @@ class Preempter:
         try:
             repeat = repeated_preemption(pod, candidates, answered, snap)
             if repeat is not None and repeat.live:
-                repeat, snap = await self._await_victims(pod, candidates, answered, repeat, snap)
+                snap = await self._await_victims(pod, candidates, answered) or await self.snapshot()
+                repeat = repeated_preemption(pod, candidates, answered, snap)
         except SnapshotUnavailable:
             raise
         except Exception:  # not a repeat we can vouch for: decided as any other preemption
@@ -104,19 +104,14 @@ class Preempter:
         return result.nodes
 
     async def _await_victims(
-        self,
-        pod: PodInfo,
-        candidates: Mapping[str, Sequence[str]],
-        answered: Mapping[str, frozenset[str]],
-        repeat: Repeat,
-        snap: Snapshot,
-    ) -> tuple[Repeat | None, Snapshot]:
+        self, pod: PodInfo, candidates: Mapping[str, Sequence[str]], answered: Mapping[str, frozenset[str]]
+    ) -> Snapshot | None:
         """A repeat whose victims the snapshot still holds: kube-scheduler evicted them a moment ago,
-        or its eviction failed. Waits briefly for the snapshot to tell which."""
-        deadline = time.monotonic() + REPEAT_WAIT_SECONDS
-        current: Repeat | None = repeat
-        while current is not None and current.live and time.monotonic() < deadline:
-            await asyncio.sleep(REPEAT_POLL_SECONDS)
+        or its eviction failed. The first snapshot without them, if one comes within the wait."""
+
+        async def settled() -> Snapshot | None:
             snap = await self.snapshot()
-            current = repeated_preemption(pod, candidates, answered, snap)
-        return current, snap
+            repeat = repeated_preemption(pod, candidates, answered, snap)
+            return snap if repeat is None or not repeat.live else None
+
+        return await poll_until(settled, REPEAT_WAIT_SECONDS, REPEAT_POLL_SECONDS)
