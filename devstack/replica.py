@@ -56,7 +56,9 @@ class ServerProcess:
             preexec_fn=die_with_parent,  # no replica outlives a killed test run
         )
 
-    def wait_healthy(self, timeout: float = 20.0) -> ServerProcess:
+    def wait_healthy(self, timeout: float = 60.0) -> ServerProcess:
+        # Generous: a healthy start returns at once and an exit fails at once; only a start-up starved
+        # by control planes beside it (a warm whole-suite run on two cores) needs the margin.
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
