@@ -41,7 +41,8 @@ class Telemetry:
             "extender_preemptor_retries_total",
             "A preemptor's retry meeting its own victims still in the snapshot: filter passed a node for it "
             "(passed), its bind waited and bound (bound) or waited in vain (refused); or kube-scheduler "
-            "repeating a preemption already made, declined (repeat_declined).",
+            "repeating a preemption already made, declined (repeat_declined); or victims an earlier "
+            "preemption already deleted, proposed where the pod fits without them, declined (already_freed).",
             ["outcome"],
             registry=r,
         )

@@ -15,6 +15,7 @@ from extenders.preemption.gangs import (
     RULE_GANG_NOT_LOWER,
 )
 from extenders.preemption.victims import (
+    RULE_ALREADY_FREED,
     RULE_CANNOT_FIT,
     RULE_NO_LOWER_PRIORITY,
     RULE_NO_VICTIMS,
@@ -25,6 +26,7 @@ from extenders.preemption.victims import (
 )
 
 __all__ = [
+    "RULE_ALREADY_FREED",
     "RULE_CANNOT_FIT",
     "RULE_GANG_ASSEMBLING",
     "RULE_GANG_AVOIDABLE",

@@ -33,6 +33,9 @@ class Preemption:
 
     nodes: dict[str, MetaVictims] = field(default_factory=dict)
     gang_evictions: list[GangEviction] = field(default_factory=list)
+    # The candidate where the preemptor fits once victims already deleted are gone: then no node is
+    # answered (see ``NodeSelector``).
+    freed: str = ""
 
 
 def process_preemption(
@@ -68,6 +71,14 @@ def process_preemption(
     siblings = max(0, rules.need() - 1)
     for node_name, uids in candidates.items():
         decision = selector.select(node_name, uids, victim_pods, siblings)
+        if selector.freed is not None:
+            log.info(
+                "preempt %s: no candidate: it fits on %s once victims already deleted there are gone "
+                "(kube-scheduler has not seen them go; their deletion retries the pod)",
+                preemptor.key,
+                selector.freed,
+            )
+            return Preemption(freed=selector.freed)
         if decision is not None:
             decisions[node_name] = decision
     evictions = rules.apply(decisions)

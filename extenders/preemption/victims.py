@@ -60,6 +60,7 @@ RULE_UNKNOWN_VICTIM = "unknown-victim"
 RULE_NO_LOWER_PRIORITY = "no-lower-priority-pods"
 RULE_CANNOT_FIT = "cannot-fit"
 RULE_NO_VICTIMS = "no-victims"
+RULE_ALREADY_FREED = "victims-already-gone"
 
 
 @dataclass(slots=True)
@@ -146,6 +147,9 @@ class NodeSelector:
         self.prepared = engine.prepare_pod(policy, preemptor, snapshot)
         self.budgets = DisruptionBudgets(snapshot.pdbs.values())
         self.nominated = snapshot.nominated()
+        # A candidate whose proposed victims are all gone already and where the preemptor then fits:
+        # no preemption is needed anywhere (see ``_select``).
+        self.freed: str | None = None
 
     def fits(self, trial: Trial) -> bool:
         """RunFilterPluginsWithNominatedPods: the preemptor fits with the nominated pods, and without."""
@@ -257,7 +261,17 @@ class NodeSelector:
             if not scheduler_victims and not gone:
                 drop_node(RULE_NO_VICTIMS, "fits without evicting anything; an empty list is refused")
                 return None
-            return self._decision(node_name, scheduler_victims or gone, [], violating_uids)
+            if not scheduler_victims:
+                # Every victim kube-scheduler proposes went with an earlier preemption, which its cache
+                # has not seen yet, and the preemptor fits without them. Preempting them again deletes
+                # nothing and so emits no event: kube-scheduler (1.33 on, its preemptor gated while the
+                # preemption runs) could then leave the pod parked. Preempting elsewhere would evict pods
+                # for nothing. With no candidate the pod waits as unschedulable, and the deletion its
+                # cache has yet to see moves it on.
+                self.freed = node_name
+                drop_node(RULE_ALREADY_FREED, "fits once victims already deleted are gone")
+                return None
+            return self._decision(node_name, scheduler_victims, [], violating_uids)
 
         lower = [p for p in trial.node.pods.values() if p.priority < preemptor.priority]
         if not lower:

@@ -86,6 +86,8 @@ class Preempter:
         except Exception:  # no answer we can vouch for: preempt nothing this cycle
             log.exception("preempt failed for %s", pod.key)
             return {}
+        if result.freed:
+            self.telemetry.preemptor_retries.labels("already_freed").inc()
         if result.gang_evictions:
             try:
                 await self.gangs.evictions.record(result.gang_evictions)

@@ -3,7 +3,8 @@
 kube-scheduler retries a preemptor as soon as its own informer sees the victims deleted; the
 extender's watch can be a few milliseconds behind. Refused then, kube-scheduler would preempt a
 second time. Here the victim is never deleted until the test says so, which is that lag held open.
-A retry whose cache still holds the victims proposes the same preemption again: that repeat is declined.
+A retry whose cache still holds the victims proposes the same preemption again: that repeat is declined,
+and so is any preemption whose victims are all gone already where the pod then fits.
 """
 
 from __future__ import annotations
@@ -161,5 +162,9 @@ def test_a_repeat_of_a_preemption_already_made_is_declined_once_its_victims_are_
         time.sleep(0.1)
     assert answer == {}, cluster.server.log()
     assert cluster.retries().get("repeat_declined", 0) >= 1
-    # Another preemptor proposing b (gone) repeats nothing of its own: its answer is made as always.
-    assert set(preempt("other", {"n2": "b"})[0]) == {"n2"}
+    # Another preemptor proposing b (gone) fits on n2 now: no preemption is needed anywhere, not even
+    # on n1, whose victim is there (the pod waits for kube-scheduler to see b go).
+    assert preempt("other", {"n1": "a", "n2": "b"})[0] == {}, cluster.server.log()
+    assert cluster.retries().get("already_freed", 0) >= 1
+    # Proposed where its victim is still there, it is answered as always.
+    assert set(preempt("other", {"n1": "a"})[0]) == {"n1"}

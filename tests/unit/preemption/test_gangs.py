@@ -211,20 +211,31 @@ def test_a_gang_member_makes_room_for_its_siblings_too_where_the_node_can_hold_t
     assert names(preempt(members[0], {"n1": ["uid-low-0"]}, snap).nodes) == {"n1": (["low-0"], 0)}
 
 
-def test_a_victim_deleted_since_an_earlier_answer_named_it_stays_in_the_answer_and_frees_nothing_more() -> None:
-    # kube-scheduler (1.33 on) evicts asynchronously and may retry the preemptor at once, before its
-    # cache drops the victims: the same node again, with low-1 that our snapshot already lost.
+def test_victims_all_deleted_since_an_earlier_answer_named_them_leave_no_candidate_where_the_pod_fits(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # kube-scheduler (1.33 on) evicts asynchronously and may preempt again before its cache drops the
+    # victims, for this pod or another one: n1 again, with low-1 that our snapshot already lost.
     nodes = [node("n1", cpu="8", gpu=2), node("n2", cpu="8", gpu=1)]
     pods = [pod("low-2", "n1", prio=10, gpu=1), pod("other", "n2", prio=10, gpu=1)]
     snap = snapshot(nodes, pods)
-    candidates = {"n1": ["uid-low-1"], "n2": ["uid-other"]}
+    candidates = {"n2": ["uid-other"], "n1": ["uid-low-1"]}
     stale = preempt(PREEMPTOR, candidates, snap)
     assert names(stale.nodes) == {"n2": (["other"], 0)}, "a victim we never named: our view may be behind"
-    retried = process_preemption(
-        POLICY, pod_info(PREEMPTOR), candidates, snap, gang_of=gang_of_for(snap), departed={"uid-low-1"}
+    with caplog.at_level(logging.INFO, logger="extenders.preemption"):
+        retried = process_preemption(
+            POLICY, pod_info(PREEMPTOR), candidates, snap, gang_of=gang_of_for(snap), departed={"uid-low-1"}
+        )
+    # The pod fits on n1 now: evicting "other" on n2 would be for nothing, and naming low-1 again would
+    # delete nothing (no event to move the pod on).
+    assert retried.nodes == {} and retried.freed == "n1", caplog.text
+    assert "victims-already-gone" in caplog.text
+    # Where the pod does not fit once they are gone, the node still needs victims of its own.
+    full = snapshot(nodes, [*pods, pod("low-3", "n1", prio=10, gpu=1)])
+    crowded = process_preemption(
+        POLICY, pod_info(PREEMPTOR), candidates, full, gang_of=gang_of_for(full), departed={"uid-low-1"}
     )
-    assert retried.nodes["n1"].uids == ["uid-low-1"] and retried.nodes["n1"].num_pdb_violations == 0
-    assert retried.nodes["n2"].uids == ["uid-other"]
+    assert crowded.freed == "" and names(crowded.nodes) == {"n2": (["other"], 0), "n1": (["low-3"], 0)}
 
 
 def test_a_member_nominated_after_its_preemption_counts_as_placed_for_its_siblings(
