@@ -86,6 +86,9 @@ def run_phase(
                 "redis_round_trips_per_pod": {k[6:]: v for k, v in counters.items() if k.startswith("redis ")},
                 # Summed over the replicas, by generation: already inside their CPU per pod.
                 "gc_ms_per_pod": {k[6:]: v for k, v in counters.items() if k.startswith("gc ms ")},
+                # Filter calls per pod by the equivalence cache's part in them (recalled: the class's
+                # verdicts on the same snapshot answered the whole call).
+                "filter_cache_per_pod": {k[7:]: v for k, v in counters.items() if k.startswith("filter ")},
             }
             if replica_urls
             else {}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from extenders.engine import answers
 from extenders.engine.filter_cache import filter_cached
 from extenders.engine.nominated import yield_to_nominated
 from extenders.engine.prepared import PreparedPod
@@ -23,18 +24,26 @@ def filter_nodes(
     With ``memo`` (the pod's equivalence class), node-local verdicts are reused where the node's
     relevant parts are unchanged; ``reused`` and ``computed`` on the result count the nodes.
     Pods nominated to a node are then accounted for as kube-scheduler does (``Snapshot.nominated``),
-    on those nodes only.
+    on those nodes only. A class already filtered on this very snapshot answers from the verdicts it
+    was given there (``answers``), with no pass of the engine.
     """
+    names = node_names if isinstance(node_names, list) else list(node_names)
+    if memo is not None:
+        recalled = answers.recall(memo, pod, snapshot, names)
+        if recalled is not None:
+            return recalled
     prepared = PreparedPod.build(policy, pod, snapshot)
     if memo is not None and memo.admitted and not policy.always_check_all_predicates and prepared.cacheable():
-        result = filter_cached(prepared, node_names, memo)
+        result = filter_cached(prepared, names, memo)
     else:
-        result = filter_prepared(prepared, node_names)
+        result = filter_prepared(prepared, names)
         if memo is not None:
             result.computed = len(result.passing) + len(result.failed) + len(result.unresolvable)
     nominated = snapshot.nominated()
     if nominated:
         yield_to_nominated(prepared, result, nominated)
+    if memo is not None:
+        answers.keep(memo, pod, snapshot, names, result)
     return result
 
 

@@ -19,6 +19,7 @@ class FilterResult:
     reused: int = 0  # nodes whose node-local verdict came from the equivalence cache
     computed: int = 0  # nodes evaluated afresh while the cache was in use
     shared: int = 0  # of ``reused``, verdicts another replica computed (the shared tier)
+    recalled: bool = False  # every verdict held for the class on this snapshot (extenders.engine.answers)
 
     def fail(self, name: str, verdict: Verdict) -> None:
         """Note a failing node: in ``unresolvable`` when preemption cannot help, else in ``failed``."""

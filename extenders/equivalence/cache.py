@@ -8,15 +8,19 @@ for the filter and for each cached scorer.
 from __future__ import annotations
 
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from extenders.equivalence.classes import equivalence_class
 from extenders.features import NEWEST, Features
 from extenders.model import NodeInfo, PodInfo
 from extenders.plugins.framework import Verdict
+
+if TYPE_CHECKING:
+    from extenders.snapshot import Snapshot
 
 VERBS = ("filter", "prioritize")
 
@@ -51,6 +55,9 @@ class ClassMemo:
 
     __slots__ = (
         "admitted",
+        "answered",
+        "answered_for",
+        "answers",
         "fetched",
         "filter",
         "held",
@@ -63,6 +70,7 @@ class ClassMemo:
         "scores",
         "seen",
         "shared",
+        "unresolvable",
         "used",
     )
 
@@ -82,6 +90,13 @@ class ClassMemo:
         # nowhere), which says which of those steps still run.
         self.held_at: dict[str, int] = {}
         self.held_layout = ""
+        # Whole filter verdicts by node name on one snapshot (``answered``: a weak reference to it;
+        # ``answered_for``: what of the pod outside the class they rest on), see extenders.engine.answers:
+        # None (passes) or the reason it fails, and the names that fail unresolvably.
+        self.answered: weakref.ref[Snapshot] | None = None
+        self.answered_for: object = None
+        self.answers: dict[str, str | None] = {}
+        self.unresolvable: set[str] = set()
         self.scores: dict[str, dict[str, ScoreEntry]] = {}  # scorer group -> node name -> entry
         # Scorer group -> node name -> the NodeInfo.version its entry in ``scores`` was last found valid at.
         self.score_held: dict[str, dict[str, int]] = {}
@@ -97,6 +112,7 @@ class ClassMemo:
         return (
             len(self.filter)
             + len(self.outcome)
+            + len(self.answers)
             + sum(len(scores) for scores in self.scores.values())
             + sum(len(blobs) for blobs in self.shared.values())
         )
@@ -110,6 +126,7 @@ class ClassMemo:
 
 @dataclass(slots=True)
 class VerbStats:
+    recalled: int = 0  # requests answered whole from the class's verdicts on the same snapshot
     hits: int = 0  # requests that reused every node's verdict
     partial: int = 0  # requests that reused some
     misses: int = 0  # requests that reused none
@@ -169,10 +186,10 @@ class EquivalenceCache:
             classes.popitem(last=False)
             self.evictions += 1
 
-    def count(self, verb: str, reused: int, computed: int, shared: int = 0) -> None:
-        """Record one request's reuse (``shared``: how many of ``reused`` came from the shared tier);
-        ``computed`` entries may have been stored, so the entry cap is checked when they could take
-        the cache over it."""
+    def count(self, verb: str, reused: int, computed: int, shared: int = 0, recalled: bool = False) -> None:
+        """Record one request's reuse (``shared``: how many of ``reused`` came from the shared tier;
+        ``recalled``: the whole answer was the class's on the same snapshot); ``computed`` entries may
+        have been stored, so the entry cap is checked when they could take the cache over it."""
         self._stored_bound += computed
         if self._stored_bound > self.config.max_entries:
             self._shrink()
@@ -180,7 +197,9 @@ class EquivalenceCache:
         stats.nodes_reused += reused
         stats.nodes_computed += computed
         stats.nodes_shared += shared
-        if computed == 0 and reused:
+        if recalled:
+            stats.recalled += 1
+        elif computed == 0 and reused:
             stats.hits += 1
         elif reused:
             stats.partial += 1

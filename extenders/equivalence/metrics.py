@@ -22,7 +22,8 @@ class EquivalenceCollector(Collector):
         requests = CounterMetricFamily(
             "extender_equivalence_cache_requests",
             "Requests by how much of their node-local work the equivalence cache answered "
-            "(hit: every node, partial: some, miss: none).",
+            "(recalled: the whole answer, held for the class on the same snapshot; hit: every node, "
+            "partial: some, miss: none).",
             labels=["verb", "result"],
         )
         nodes = CounterMetricFamily(
@@ -31,6 +32,7 @@ class EquivalenceCollector(Collector):
             labels=["verb", "result"],
         )
         for verb, stats in cache.verbs.items():
+            requests.add_metric([verb, "recalled"], stats.recalled)
             requests.add_metric([verb, "hit"], stats.hits)
             requests.add_metric([verb, "partial"], stats.partial)
             requests.add_metric([verb, "miss"], stats.misses)

@@ -179,7 +179,7 @@ class Scheduler:
         if not result.passing and result.failed:
             snap = await self._own_victims_gone(pod, snap, result)
         if memo is not None:
-            self.equivalence.count("filter", result.reused, result.computed, result.shared)
+            self.equivalence.count("filter", result.reused, result.computed, result.shared, result.recalled)
             if self.shared is not None:
                 self.shared.collect(memo)
         if result.passing:

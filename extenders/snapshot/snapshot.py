@@ -33,7 +33,7 @@ def _reservations(info: NodeInfo) -> Contribution:
 _NONE: Mapping[str, Any] = MappingProxyType({})
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, weakref_slot=True)
 class Snapshot:
     nodes: dict[str, NodeInfo] = field(default_factory=dict)
     pending: dict[str, PodInfo] = field(default_factory=dict)  # unbound pods by uid

@@ -55,13 +55,15 @@ def test_off_means_no_memo_and_stats_count_requests_by_reuse() -> None:
     cache.count("filter", reused=0, computed=5)
     cache.count("filter", reused=3, computed=2)
     cache.count("filter", reused=5, computed=0)
+    cache.count("filter", reused=4, computed=0, recalled=True)
     doc = cache.document()
     assert doc["enabled"] is True
     assert doc["verbs"]["filter"] == {
+        "recalled": 1,
         "hits": 1,
         "partial": 1,
         "misses": 1,
-        "nodes_reused": 8,
+        "nodes_reused": 12,
         "nodes_computed": 7,
         "nodes_shared": 0,
     }
