@@ -23,6 +23,7 @@ class Balancer:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.connections: dict[int, int] = {}  # backend port -> connections made
+        self.sent: dict[int, int] = {}  # backend port -> bytes forwarded to it (clients' requests)
         self._turn = itertools.count()
         self._pinned: int | None = None  # index of the only backend new connections go to, when set
         self._clients: set[asyncio.StreamWriter] = set()
@@ -40,7 +41,7 @@ class Balancer:
         self._ready.set()
         self._loop.run_forever()
 
-    async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    async def _connect(self) -> tuple[int, asyncio.StreamReader, asyncio.StreamWriter]:
         start = next(self._turn) if self._pinned is None else self._pinned
         last: Exception | None = None
         for i in range(len(self.backends) if self._pinned is None else 1):
@@ -51,20 +52,22 @@ class Balancer:
                 last = exc
                 continue
             self.connections[port] = self.connections.get(port, 0) + 1
-            return streams
+            return (port, *streams)
         raise ConnectionRefusedError(f"no backend accepts connections: {last}")
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            up_reader, up_writer = await self._connect()
+            backend, up_reader, up_writer = await self._connect()
         except OSError:
             writer.close()
             return
         self._clients.add(writer)
 
-        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter, upstream: bool) -> None:
             try:
                 while data := await src.read(65536):
+                    if upstream:
+                        self.sent[backend] = self.sent.get(backend, 0) + len(data)
                     dst.write(data)
                     await dst.drain()
             except (OSError, asyncio.IncompleteReadError):
@@ -75,7 +78,7 @@ class Balancer:
                     dst.close()
 
         try:
-            await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+            await asyncio.gather(pipe(reader, up_writer, True), pipe(up_reader, writer, False))
         finally:
             self._clients.discard(writer)
 

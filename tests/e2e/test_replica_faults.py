@@ -110,8 +110,12 @@ def test_a_replica_killed_during_a_burst_leaves_every_pod_bound_within_capacity(
         revive.append(victim_index)
         os.kill(victim.proc.pid, signal.SIGSTOP)
         frozen = time.monotonic()
+        sent_before = balancer.sent.get(victim.port, 0)
         for name in names[HEAD_PODS:]:
             cluster.pod(name, requests=resources(cpu="1"))
+        # A call kube-scheduler sent since the freeze hangs on the victim: the kill must strike one (on a
+        # loaded machine kube-scheduler may send none within a fixed wait).
+        wait_for(lambda: balancer.sent.get(victim.port, 0) > sent_before, 60, "a call reached the frozen replica")
         time.sleep(max(0.0, FROZEN_SECONDS - (time.monotonic() - frozen)))
         bound_at_kill = sum(1 for n in cluster.placement().values() if n)
         victim.kill()
