@@ -2,7 +2,7 @@
 
 Between two reads of the shared snapshot, every pod of a class gets the same verdict on a node, so
 the pods of a Deployment filtered one after another on a replica's held read (the usual case when
-it scales up) need no engine pass after the first. Verdicts are held per node name, so calls that
+it scales up) need no engine pass after the first two. Verdicts are held per node name, so calls that
 name other candidates (kube-scheduler samples a share of the nodes) still reuse them; a call
 naming a node not yet judged on that snapshot goes through the engine, which adds its verdicts.
 """
