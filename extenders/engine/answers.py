@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import weakref
 from itertools import compress, filterfalse, repeat
-from operator import attrgetter, contains, is_, is_not
+from operator import is_, is_not
 from typing import Any, cast
 
 from extenders.engine.results import FilterResult
@@ -19,21 +19,20 @@ from extenders.equivalence import ClassMemo
 from extenders.model import Owner, PodInfo
 from extenders.snapshot import Snapshot
 
-_PODS = attrgetter("pods")
 _UNJUDGED: Any = object()  # never a stored answer
 
 
-def class_wide(pod: PodInfo, snapshot: Snapshot, names: list[str]) -> bool:
+def class_wide(pod: PodInfo, snapshot: Snapshot) -> bool:
     """Whether the class's verdicts on ``snapshot`` are ``pod``'s own: the pod is not nominated (the
-    engine leaves a pod's own nomination out of what it must yield to) and holds no place on the
-    candidates (some filters leave the pod itself out, and a reservation of its own is taken off)."""
+    engine leaves a pod's own nomination out of what it must yield to) and is placed nowhere (the
+    engine leaves the pod itself out of a node's pods and of the counts that read other nodes, where
+    its class-mates see it as any other pod)."""
     if pod.nominated_node_name:
         return False
-    uid = pod.uid
-    pending = snapshot.pending.get(uid)
-    if pending is not None:  # a pending pod can only be placed as a reservation
-        return not pending.nominated_node_name and snapshot.find_reservation(uid) is None
-    return not any(map(contains, map(_PODS, filter(None, map(snapshot.nodes.get, names))), repeat(uid)))
+    pending = snapshot.pending.get(pod.uid)
+    if pending is not None and pending.nominated_node_name:
+        return False
+    return snapshot.find_pod(pod.uid) is None
 
 
 def _identity(pod: PodInfo) -> tuple[str, Owner | None]:
@@ -54,7 +53,7 @@ def recall(memo: ClassMemo, pod: PodInfo, snapshot: Snapshot, names: list[str]) 
         return None
     answers = memo.answers
     verdicts = list(map(answers.get, names, repeat(_UNJUDGED)))
-    if _UNJUDGED in verdicts or not class_wide(pod, snapshot, names):
+    if _UNJUDGED in verdicts or not class_wide(pod, snapshot):
         return None
     result = FilterResult(list(compress(names, map(is_, verdicts, repeat(None)))))
     if len(result.passing) != len(names):
@@ -73,7 +72,7 @@ def recall(memo: ClassMemo, pod: PodInfo, snapshot: Snapshot, names: list[str]) 
     return result
 
 
-def keep(memo: ClassMemo, pod: PodInfo, snapshot: Snapshot, names: list[str], result: FilterResult) -> None:
+def keep(memo: ClassMemo, pod: PodInfo, snapshot: Snapshot, result: FilterResult) -> None:
     """Hold ``result`` (the engine's verdicts for ``pod`` on ``snapshot``) for the next pod of the class,
     when the verdicts are the class's and this is the class's second call on this snapshot at least.
     The first call only notes the snapshot: where classes take turns (the next pod of a class comes
@@ -87,7 +86,7 @@ def keep(memo: ClassMemo, pod: PodInfo, snapshot: Snapshot, names: list[str], re
         memo.answers = {}
         memo.unresolvable = set()
         return
-    if not class_wide(pod, snapshot, names):
+    if not class_wide(pod, snapshot):
         return
     answers = memo.answers
     answers.update(zip(result.passing, repeat(None)))

@@ -43,7 +43,7 @@ def filter_nodes(
     if nominated:
         yield_to_nominated(prepared, result, nominated)
     if memo is not None:
-        answers.keep(memo, pod, snapshot, names, result)
+        answers.keep(memo, pod, snapshot, result)
     return result
 
 

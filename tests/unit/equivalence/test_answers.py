@@ -143,3 +143,37 @@ def test_only_sealed_snapshots_are_held_and_none_is_kept_alive() -> None:
     del sealed
     gc.collect()
     assert memo.answered() is None
+
+
+def test_a_pod_placed_outside_the_candidates_does_not_take_verdicts_its_own_placement_made() -> None:
+    # Pods of one class refuse a zone holding one of them (required zone anti-affinity). X sits on n2
+    # (its reservation, or a bound record the watch has not dropped yet) and is filtered again on n1
+    # alone: its class-mates are refused n1 because of X, but X is left out of its own count and fits.
+    zone = "topology.kubernetes.io/zone"
+    n1, n2 = _open_node("n1"), _open_node("n2")
+    assert n1.node is not None and n2.node is not None
+    n1 = NodeInfo.build("n1", dataclasses.replace(n1.node, labels={**n1.node.labels, zone: "a"}), [])
+    rng = random.Random(6)
+
+    def web(uid: str, node: str = "") -> PodInfo:
+        pod = _pod(rng, uid, 0)
+        pod.affinity = {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {"matchLabels": pod.labels}, "topologyKey": zone}
+                ]
+            }
+        }
+        pod.node_name = node
+        return pod
+
+    x = web("x", "n2")
+    n2 = NodeInfo.build("n2", dataclasses.replace(n2.node, labels={**n2.node.labels, zone: "a"}), [x])
+    snap = Snapshot(nodes={"n1": n1, "n2": n2}, sealed=True)
+    cache = EquivalenceCache()
+    for i in range(4):
+        assert _calls(cache, web(f"w{i}"), snap, ["n1"]).passing == []
+    again = dataclasses.replace(x, node_name="")
+    fresh = engine.filter_nodes(default_policy(), again, snap, ["n1"])
+    assert fresh.passing == ["n1"]
+    assert _answers(_calls(cache, again, snap, ["n1"])) == _answers(fresh)
