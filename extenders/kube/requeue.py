@@ -27,7 +27,8 @@ REQUEUE_ANNOTATION = "kube-gang-extender/requeued-at"
 # A refusal this recent may have been judged on a snapshot behind kube-scheduler's own view: the
 # leader's watcher applies an event a little after kube-scheduler has acted on it.
 REFUSAL_WINDOW_SECONDS = 2.0
-# A pod is requeued for that reason at most this often.
+# A refusal judged on a snapshot behind a change already written requeues its pod at once at most
+# this often; a later one waits for the watcher's next change, which requeues it like any refusal.
 REQUEUE_INTERVAL_SECONDS = 10.0
 
 # PodScheduled's reason when kube-scheduler's attempt failed on an error rather than a refusal.

@@ -2,11 +2,15 @@
 -- op, id, arg, payload. Ops: N node upsert (arg = resourceVersion), n node delete (arg = the
 -- deleted object's resourceVersion, or ''), P pod upsert (arg = node name or '' when unbound),
 -- p pod delete, q pod delete unless assumed, I/i upsert/delete of a kind's record (arg = its hash
--- name: records in P:<hash>, generations in P:<hash>z, tombstones '<hash>:' .. key), S synced marker (payload), R (last; id = window ms, arg = min interval ms): when the batch freed
--- capacity, changed what a node says or placed a pod -- events kube-scheduler retries parked pods
--- on, and may have acted on before this write landed (it counts a pod it is binding at once) --
--- hand back the pods filter refused in the last window (see refuse.lua), each at most once per
--- interval, as {generation, uid, namespace/name, ...}.
+-- name: records in P:<hash>, generations in P:<hash>z, tombstones '<hash>:' .. key), S synced marker
+-- (payload), R (last; id = window ms, arg = how long requeue times are kept, ms): when the batch freed
+-- capacity, changed what a node says or placed a pod -- events kube-scheduler retries parked pods on,
+-- and may have acted on before this write landed (it counts a pod it is binding at once) -- hand back
+-- the pods filter refused in the last window (see refuse.lua), as {generation, uid, namespace/name, ...}.
+-- Each refusal is handed back once, even for a pod requeued within the interval: a requeue drops the
+-- pod's refusal, so this one came after it (kube-scheduler's retry, judged on a snapshot still behind
+-- this change). So a pod is requeued at most once per kube-scheduler attempt, which its backoff spaces.
+-- The requeue times are kept an interval for refuse.lua.
 -- The fence is 'epoch@storeid' (or a bare epoch): both must be current. After Redis lost its
 -- data the epoch counter restarts, so a new leader may hold an old leader's epoch number; the
 -- store id (new per history) still tells them apart.
@@ -116,11 +120,9 @@ local window, interval = requeue[1], requeue[2]
 local out = {gen}
 redis.call('ZREMRANGEBYSCORE', K_REQUEUED, '-inf', now - interval)
 for _, uid in ipairs(redis.call('ZRANGEBYSCORE', K_REFUSED, now - window, '+inf')) do
-  if not redis.call('ZSCORE', K_REQUEUED, uid) then
-    out[#out + 1] = uid
-    out[#out + 1] = redis.call('HGET', K_REFUSEDPOD, uid) or ''
-    redis.call('ZADD', K_REQUEUED, now, uid)
-  end
+  out[#out + 1] = uid
+  out[#out + 1] = redis.call('HGET', K_REFUSEDPOD, uid) or ''
+  redis.call('ZADD', K_REQUEUED, now, uid)
   redis.call('ZREM', K_REFUSED, uid)
   redis.call('HDEL', K_REFUSEDPOD, uid)
 end

@@ -92,7 +92,7 @@ class Reflector:
         kind: Watched,
         kube: KubeClient,
         store: Store,
-        write: Callable[[list[Op]], Awaitable[None]],
+        write: Callable[[list[Op], float | None], Awaitable[None]],
         stats: ResourceStats,
         config: ReflectorConfig,
         telemetry: Telemetry,
@@ -101,7 +101,7 @@ class Reflector:
         self.kind = kind
         self.kube = kube
         self.store = store
-        self.write = write  # a fenced batch write
+        self.write = write  # a fenced batch write, with when its oldest watch event was read (perf_counter)
         self.stats = stats
         self.config = config
         self.telemetry = telemetry
@@ -194,7 +194,7 @@ class Reflector:
         ops.extend(kind.vanished(stored - listed, listing.resource_version))
         for start in range(0, len(ops), self.config.batch_size):
             raise_if_cancelling()
-            await self.write(ops[start : start + self.config.batch_size])
+            await self.write(ops[start : start + self.config.batch_size], None)
         if self.observer is not None:
             self.observer.listed(listing.items, listed)
         stats.resource_version = listing.resource_version
@@ -241,7 +241,7 @@ class Reflector:
                         ended = True
                         break
                     batch.append(more[1])
-                await self._apply_events(batch)
+                await self._apply_events(batch, oldest)
                 self.telemetry.watch_lag.labels(name).observe(time.perf_counter() - oldest)
                 self.telemetry.watch_events.labels(name).inc(len(batch))
                 if ended:
@@ -255,7 +255,7 @@ class Reflector:
                     await reader
         return stats.resource_version
 
-    async def _apply_events(self, events: list[dict[str, Any]]) -> None:
+    async def _apply_events(self, events: list[dict[str, Any]], read_at: float) -> None:
         stats, name = self.stats, self.kind.resource
         ops: list[Op] = []
         upserted: list[Mapping[str, Any]] = []
@@ -280,7 +280,7 @@ class Reflector:
                 ops.append(op)
             rv = str(metadata(obj).get("resourceVersion") or rv)
         if ops:
-            await self.write(ops)
+            await self.write(ops, read_at)
         if self.observer is not None:
             self.observer.seen(upserted, deleted)
         stats.events += len(events)

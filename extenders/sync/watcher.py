@@ -156,11 +156,13 @@ class Watcher:
             self.stats.synced = True
             log.info("initial list of %s written: store synced", ", ".join(sorted(self._required)))
 
-    async def _write(self, ops: list[Op]) -> None:
+    async def _write(self, ops: list[Op], read_at: float | None) -> None:
         """Apply a batch; pods filter refused just before it landed are requeued in kube-scheduler
-        when the batch freed capacity, changed a node or placed a pod (see extenders.kube.requeue)."""
+        when the batch freed capacity, changed a node or placed a pod (see extenders.kube.requeue).
+        Refusals since its oldest event was read (``read_at``) count too: they were judged without it."""
+        held = time.perf_counter() - read_at if read_at is not None else 0.0
         _, refused = await self.store.apply_and_take_refused(
-            self.epoch, ops, REFUSAL_WINDOW_SECONDS, REQUEUE_INTERVAL_SECONDS
+            self.epoch, ops, REFUSAL_WINDOW_SECONDS + held, REQUEUE_INTERVAL_SECONDS
         )
         if refused:
             self._requeue(refused, "refused just before the snapshot caught up with a change")

@@ -1,5 +1,5 @@
 """The watcher under hostile answers: RBAC denying PodGroups, malformed objects, watches that end at
-once, and a node deleted while requests still carry stale copies of it."""
+once, a node deleted while requests still carry stale copies of it, and writes that lag."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import redis.asyncio as aredis
 from extenders.aio import cancel_and_wait
 from extenders.kube.client import KubeClient
 from extenders.kube.config import build_http_client
+from extenders.kube.requeue import REFUSAL_WINDOW_SECONDS, REQUEUE_ANNOTATION
 from extenders.sync.cache import SnapshotCache
 from extenders.sync.convert import node_facts
 from extenders.sync.kinds import PODGROUPS
@@ -232,5 +233,51 @@ async def test_a_node_deleted_in_the_watch_is_not_revived_by_a_stale_request(
         # kube-scheduler's cache still has the node and sends it with a filter request
         assert not await store.refresh_node_if_newer(stale)
         assert (await store.read_node("n1"))[0] is None
+    finally:
+        await cancel_and_wait(task)
+
+
+async def test_a_refusal_while_the_watcher_held_an_event_unwritten_is_handed_back_however_long_it_held_it(
+    fake_kube: FakeKube, kube: KubeClient, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The watcher lags (a slow write holds the events read behind it): a pod refused after the
+    deletion was read, but before it was written, was judged without it, even when the write lands
+    later than the refusal window."""
+    client = fake_kube.client
+    client.create(make_node("n1"))
+    client.create(make_pod("big", cpu="3", node_name="n1"))
+    waiting = client.create(make_pod("waiting", cpu="3"))
+    watcher, task = await start(kube, store)
+    real = store.apply_and_take_refused
+    stall = asyncio.Event()
+    windows: list[float | None] = []
+
+    async def slow(epoch: int, ops: Any, window: float | None = None, interval: float = 10.0) -> Any:
+        ops = list(ops)
+        if any(op.code == "P" and op.id == slow_uid for op in ops):
+            stall.set()
+            await asyncio.sleep(REFUSAL_WINDOW_SECONDS + 1.0)
+        windows.append(window)
+        return await real(epoch, ops, window, interval)
+
+    try:
+        await eventually(store.synced)
+        await fake_kube.watching("pods")
+        monkeypatch.setattr(store, "apply_and_take_refused", slow)
+        slow_uid = client.create(make_pod("slow", cpu="1"))["metadata"]["uid"]
+        await asyncio.wait_for(stall.wait(), 10)
+        client.delete("Pod", "big")  # read while the write before it stalls
+        await asyncio.sleep(0.3)
+        refused_on = await store.generation()  # a filter's snapshot: big still there
+        assert not await store.record_refusal(
+            waiting["metadata"]["uid"], "default/waiting", refused_on, REFUSAL_WINDOW_SECONDS
+        )
+
+        async def stamp() -> str | None:
+            return (client.get("Pod", "waiting")["metadata"].get("annotations") or {}).get(REQUEUE_ANNOTATION)
+
+        await eventually(stamp, timeout=10)
+        assert max(w or 0.0 for w in windows) > REFUSAL_WINDOW_SECONDS + 0.5  # the hold counted
+        assert watcher.requeuer.requeued == 1
     finally:
         await cancel_and_wait(task)

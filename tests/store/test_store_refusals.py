@@ -23,9 +23,28 @@ async def test_a_batch_that_frees_capacity_hands_back_the_recent_refusals_once(s
     assert refused == []
     _, refused = await store.apply_and_take_refused(epoch, [Op.delete_pod("busy")], WINDOW)
     assert refused == [("waiting", "default/waiting")]
-    # Refused again and another pod goes: within the interval, not handed back twice.
+    # Another pod goes with no refusal since: one refusal, one requeue.
     await store.apply(epoch, [Op.pod(pod("busy2", "n1"))])
+    _, refused = await store.apply_and_take_refused(epoch, [Op.delete_pod("busy2")], WINDOW, interval=5)
+    assert refused == []
+
+
+async def test_a_pod_refused_again_after_its_requeue_is_handed_back_by_the_next_change(
+    store: Store, epoch: int
+) -> None:
+    """kube-scheduler's retry after our requeue is refused on a snapshot still behind the deletion it
+    saw; when the watcher writes the deletion, within the interval, the pod must be requeued again:
+    nothing else would move it before kube-scheduler's five-minute flush."""
+    await store.apply(epoch, [Op.node(node("n1")), *(Op.pod(pod(f"busy{i}", "n1")) for i in range(3))])
+    await store.apply(epoch, [Op.pod(pod("waiting"))])
     assert not await store.record_refusal("waiting", "default/waiting", await store.generation(), WINDOW)
+    _, refused = await store.apply_and_take_refused(epoch, [Op.delete_pod("busy0")], WINDOW, interval=5)
+    assert refused == [("waiting", "default/waiting")]
+    lagging = await store.generation()  # kube-scheduler saw busy1 go; our watcher has not written it
+    assert not await store.record_refusal("waiting", "default/waiting", lagging, WINDOW, interval=5)
+    _, refused = await store.apply_and_take_refused(epoch, [Op.delete_pod("busy1")], WINDOW, interval=5)
+    assert refused == [("waiting", "default/waiting")]
+    # The pod's second requeue counts like the first: another change, no refusal since, no requeue.
     _, refused = await store.apply_and_take_refused(epoch, [Op.delete_pod("busy2")], WINDOW, interval=5)
     assert refused == []
 
@@ -57,10 +76,23 @@ async def test_a_refusal_judged_before_a_change_that_already_landed_is_requeued_
     seen = await store.apply(epoch, [Op.node(node("n1")), Op.pod(pod("busy", "n1"))])
     await store.apply(epoch, [Op.delete_pod("busy")])
     assert await store.record_refusal("p", "default/p", seen, WINDOW, interval=5)
-    assert not await store.record_refusal("p", "default/p", seen, WINDOW, interval=5)  # once per interval
+    assert await store.redis.zcard(store.key("refused")) == 0  # requeued now: nothing to hand back later
     # Judged on a snapshot that had the change: an ordinary refusal, nothing to requeue.
     assert not await store.record_refusal("q", "default/q", await store.generation(), WINDOW)
     assert await store.redis.zcard(store.key("refused")) == 1
+
+
+async def test_a_stale_refusal_within_the_interval_waits_for_the_next_change(store: Store, epoch: int) -> None:
+    """Requeued at once no more than once per interval: a second stale refusal soon after is kept, and
+    the watcher's next change hands it back."""
+    seen = await store.apply(epoch, [Op.node(node("n1")), Op.pod(pod("busy", "n1")), Op.pod(pod("busy2", "n1"))])
+    await store.apply(epoch, [Op.delete_pod("busy")])
+    assert await store.record_refusal("p", "default/p", seen, WINDOW, interval=5)
+    assert not await store.record_refusal("p", "default/p", seen, WINDOW, interval=5)
+    _, refused = await store.apply_and_take_refused(epoch, [Op.pod(pod("other"))], WINDOW, interval=5)
+    assert refused == []  # a pending pod's update: not a change kube-scheduler retries on
+    _, refused = await store.apply_and_take_refused(epoch, [Op.delete_pod("busy2")], WINDOW, interval=5)
+    assert refused == [("p", "default/p")]
 
 
 async def test_a_pod_placed_hands_refusals_back_and_an_unchanged_one_does_not(store: Store, epoch: int) -> None:

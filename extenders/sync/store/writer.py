@@ -25,8 +25,8 @@ class SnapshotWriter(StoreBase):
         self, epoch: int, ops: Iterable[Op], window: float | None = None, interval: float = 10.0
     ) -> tuple[int, list[tuple[str, str]]]:
         """``apply``; with ``window`` (seconds), also the pods filter refused within it, when this
-        batch freed capacity, changed a node's facts or placed a pod (each pod at most once per ``interval``):
-        ``(generation, [(uid, namespace/name)])``."""
+        batch freed capacity, changed a node's facts or placed a pod (each refusal once; the requeue
+        times are kept ``interval`` for ``record_refusal``): ``(generation, [(uid, namespace/name)])``."""
         if window is not None:
             ops = [*ops, Op("R", str(int(window * 1000)), str(int(interval * 1000)))]
         fence = self._fence
@@ -48,7 +48,8 @@ class SnapshotWriter(StoreBase):
     async def record_refusal(self, uid: str, ref: str, generation: int, window: float, interval: float = 10.0) -> bool:
         """Filter refused ``ref`` on every node, on the snapshot of ``generation``. True: a change
         kube-scheduler may already have retried the pod on landed after that snapshot, so requeue it
-        now; else the refusal is remembered for ``window`` seconds (see ``apply_and_take_refused``)."""
+        now (at most once per ``interval``); else the refusal is remembered for ``window`` seconds
+        (see ``apply_and_take_refused``)."""
         reply = await self._run("refuse", uid, ref, int(window * 1000), generation, int(interval * 1000))
         return bool(int(reply))
 
