@@ -27,6 +27,9 @@ REQUEUE_ANNOTATION = "kube-gang-extender/requeued-at"
 # A refusal this recent may have been judged on a snapshot behind kube-scheduler's own view: the
 # leader's watcher applies an event a little after kube-scheduler has acted on it.
 REFUSAL_WINDOW_SECONDS = 2.0
+# Refusals are kept this long, for the write of a watcher that held an event longer than the window
+# (it hands back every refusal since it read the event).
+REFUSAL_KEEP_SECONDS = 60.0
 # A refusal judged on a snapshot behind a change already written requeues its pod at once at most
 # this often; a later one waits for the watcher's next change, which requeues it like any refusal.
 REQUEUE_INTERVAL_SECONDS = 10.0

@@ -2,10 +2,10 @@
 -- kube-scheduler retries parked pods on (capacity freed, a node's facts changed, a pod placed) was written
 -- after that generation, the verdict may be older than kube-scheduler's own view: answer 1, and the
 -- caller requeues the pod now (at most once per interval). Otherwise, or when the pod was requeued within
--- the interval, remember the refusal for a short window, for the watcher's next such change to hand back
--- (the R op of apply.lua).
--- ARGV: prefix, uid, namespace/name, window ms, snapshot generation, interval ms. Returns 1 or 0.
-local uid, ref, window = ARGV[2], ARGV[3], tonumber(ARGV[4])
+-- the interval, keep the refusal, for the watcher's next such change to hand back (the R op of apply.lua,
+-- which takes the refusals of its own window).
+-- ARGV: prefix, uid, namespace/name, keep ms, snapshot generation, interval ms. Returns 1 or 0.
+local uid, ref, keep = ARGV[2], ARGV[3], tonumber(ARGV[4])
 local seen, interval = tonumber(ARGV[5]), tonumber(ARGV[6])
 local now = now_ms()
 if tonumber(redis.call('GET', K_RETRYGEN) or '0') > seen then
@@ -17,7 +17,7 @@ if tonumber(redis.call('GET', K_RETRYGEN) or '0') > seen then
     return 1
   end
 end
-local old = redis.call('ZRANGEBYSCORE', K_REFUSED, '-inf', now - window, 'LIMIT', 0, 100)
+local old = redis.call('ZRANGEBYSCORE', K_REFUSED, '-inf', now - keep, 'LIMIT', 0, 100)
 if #old > 0 then
   redis.call('ZREM', K_REFUSED, unpack(old))
   redis.call('HDEL', K_REFUSEDPOD, unpack(old))

@@ -22,7 +22,7 @@ from extenders import engine
 from extenders.equivalence import ClassMemo, EquivalenceCache
 from extenders.equivalence.shared import SharedTier
 from extenders.gang import BindService, GangService, names_a_gang
-from extenders.kube.requeue import REFUSAL_WINDOW_SECONDS, REQUEUE_INTERVAL_SECONDS, Requeuer
+from extenders.kube.requeue import REFUSAL_KEEP_SECONDS, REQUEUE_INTERVAL_SECONDS, Requeuer
 from extenders.logs import log_fields
 from extenders.model import NodeFacts, PodInfo
 from extenders.policy import Policy
@@ -233,7 +233,7 @@ class Scheduler:
         try:
             await self.gangs.park(pod, snap)
             stale = await self.runtime.store.record_refusal(
-                pod.uid, pod.key, snap.generation, REFUSAL_WINDOW_SECONDS, REQUEUE_INTERVAL_SECONDS
+                pod.uid, pod.key, snap.generation, REFUSAL_KEEP_SECONDS, REQUEUE_INTERVAL_SECONDS
             )
         except (RedisError, OSError) as exc:  # the answer stands; only a later requeue is lost
             log.warning("could not record the refusal of %s: %s", pod.key, exc)

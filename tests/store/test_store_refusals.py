@@ -69,6 +69,23 @@ async def test_refusals_older_than_the_window_are_not_handed_back(store: Store, 
     assert await store.redis.hlen(store.key("refusedpod")) == 0
 
 
+async def test_refusals_are_kept_for_a_write_whose_window_covers_the_time_its_watcher_held_an_event(
+    store: Store, epoch: int
+) -> None:
+    """A lagging watcher widens its write's window to when it read the event; later refusals of other
+    pods must not have dropped the early one meanwhile."""
+    await store.apply(epoch, [Op.node(node("n1")), Op.pod(pod("busy", "n1"))])
+    keep = 30.0
+    await store.record_refusal("early", "default/early", await store.generation(), keep)
+    await asyncio.sleep(WINDOW + 0.1)
+    await store.record_refusal("late", "default/late", await store.generation(), keep)
+    _, refused = await store.apply_and_take_refused(epoch, [Op.pod(pod("placed", "n1"))], WINDOW)
+    assert refused == [("late", "default/late")]  # the usual window
+    await store.record_refusal("late", "default/late", await store.generation(), keep)
+    _, refused = await store.apply_and_take_refused(epoch, [Op.delete_pod("busy")], 2 * WINDOW + 0.2)
+    assert sorted(refused) == [("early", "default/early"), ("late", "default/late")]
+
+
 async def test_a_refusal_judged_before_a_change_that_already_landed_is_requeued_at_once(
     store: Store, epoch: int
 ) -> None:

@@ -45,12 +45,12 @@ class SnapshotWriter(StoreBase):
             return int(reply), []
         return int(reply[0]), [(text(reply[i]), text(reply[i + 1])) for i in range(1, len(reply), 2)]
 
-    async def record_refusal(self, uid: str, ref: str, generation: int, window: float, interval: float = 10.0) -> bool:
+    async def record_refusal(self, uid: str, ref: str, generation: int, keep: float, interval: float = 10.0) -> bool:
         """Filter refused ``ref`` on every node, on the snapshot of ``generation``. True: a change
         kube-scheduler may already have retried the pod on landed after that snapshot, so requeue it
-        now (at most once per ``interval``); else the refusal is remembered for ``window`` seconds
-        (see ``apply_and_take_refused``)."""
-        reply = await self._run("refuse", uid, ref, int(window * 1000), generation, int(interval * 1000))
+        now (at most once per ``interval``); else the refusal is kept ``keep`` seconds for the
+        watcher's writes to hand back (see ``apply_and_take_refused``)."""
+        reply = await self._run("refuse", uid, ref, int(keep * 1000), generation, int(interval * 1000))
         return bool(int(reply))
 
     async def add_pod(self, epoch: int, pod: PodInfo) -> int:
