@@ -30,8 +30,9 @@ REFUSAL_WINDOW_SECONDS = 2.0
 # Refusals are kept this long, for the write of a watcher that held an event longer than the window
 # (it hands back every refusal since it read the event).
 REFUSAL_KEEP_SECONDS = 60.0
-# A refusal judged on a snapshot behind a change already written requeues its pod at once at most
-# this often; a later one waits for the watcher's next change, which requeues it like any refusal.
+# A refusal judged on a snapshot behind a change already written requeues its pod at once, unless the
+# pod was requeued within this interval and after that change; then it waits for the watcher's next
+# change, which requeues it like any refusal.
 REQUEUE_INTERVAL_SECONDS = 10.0
 
 # PodScheduled's reason when kube-scheduler's attempt failed on an error rather than a refusal.

@@ -113,7 +113,10 @@ for i = 3, #ARGV, 4 do
   else return redis.error_reply('unknown op ' .. tostring(op)) end
 end
 local gen = finish()
-if retry then redis.call('SET', K_RETRYGEN, gen) end
+if retry then
+  redis.call('SET', K_RETRYGEN, gen)
+  redis.call('SET', K_RETRYAT, now_ms())
+end
 if not (requeue and retry) then return gen end
 local now = now_ms()
 local window, interval = requeue[1], requeue[2]

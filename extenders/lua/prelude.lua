@@ -22,6 +22,7 @@ local K_REFUSED = P .. ':refused'
 local K_REFUSEDPOD = P .. ':refusedpod'
 local K_REQUEUED = P .. ':requeued'
 local K_RETRYGEN = P .. ':retrygen'
+local K_RETRYAT = P .. ':retryat'
 
 local new_gen = nil
 local function bump()

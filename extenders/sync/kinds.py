@@ -50,6 +50,7 @@ _RESERVED = frozenset(
         "refusedpod",
         "requeued",
         "retrygen",
+        "retryat",
         "tombs",
         "floor",
         "synced",

@@ -112,6 +112,25 @@ async def test_a_stale_refusal_within_the_interval_waits_for_the_next_change(sto
     assert refused == [("p", "default/p")]
 
 
+async def test_a_stale_refusal_after_a_requeue_is_requeued_at_once_when_a_change_landed_since_that_requeue(
+    store: Store, epoch: int
+) -> None:
+    """Requeued, then retried by kube-scheduler on a deletion: the filter reads its snapshot, the
+    watcher writes the deletion (no refusal of the pod to hand back yet), then the refusal arrives.
+    No later change may come, so it is requeued at once, within the interval or not."""
+    await store.apply(epoch, [Op.node(node("n1")), Op.pod(pod("busy", "n1")), Op.pod(pod("busy2", "n1"))])
+    assert not await store.record_refusal("p", "default/p", await store.generation(), WINDOW, interval=5)
+    _, refused = await store.apply_and_take_refused(epoch, [Op.delete_pod("busy")], WINDOW, interval=5)
+    assert refused == [("p", "default/p")]
+    await asyncio.sleep(0.01)  # the requeue and the next change a millisecond apart at least
+    seen = await store.generation()
+    _, refused = await store.apply_and_take_refused(epoch, [Op.delete_pod("busy2")], WINDOW, interval=5)
+    assert refused == []
+    assert await store.record_refusal("p", "default/p", seen, WINDOW, interval=5)
+    # Judged behind the same change again (the replica's read lagged): that change has had its requeue.
+    assert not await store.record_refusal("p", "default/p", seen, WINDOW, interval=5)
+
+
 async def test_a_pod_placed_hands_refusals_back_and_an_unchanged_one_does_not(store: Store, epoch: int) -> None:
     """kube-scheduler counts the pod it is binding at once and filters the next pod before that
     bind reaches us: a spread or affinity refusal of those milliseconds is judged without it."""

@@ -22,9 +22,10 @@ node is refused, see ``extenders/sync/redis_connect.py`` and docs/ARCHITECTURE.m
                       (name, or namespace/name) and the generation of each key's last change
                       (``pdb``, ``podgroup``, ``ns``, ``pvc``, ``svc``, ``rc``, ``rs``, ``sts``)
 ``P:assumed``         zset uid -> deadline (ms, Redis clock) of pods assumed but not yet confirmed
-``P:refused``/``P:refusedpod``  pods filter refused on every node in the last seconds (zset uid ->
+``P:refused``/``P:refusedpod``  pods filter refused on every node in the last minute (zset uid ->
                       time, hash uid -> namespace/name); ``P:requeued`` uid -> time of its last requeue;
-                      ``P:retrygen`` generation of the last change kube-scheduler retries parked pods on
+                      ``P:retrygen``/``P:retryat`` generation and time (ms) of the last change
+                      kube-scheduler retries parked pods on
 ``P:tombs``           zset ``n:`` + node, ``p:`` + pending uid or ``{hash}:`` + key -> generation of
                       the delete, for compaction
 ``P:floor``           generation below which tombstones were compacted (older replicas reload)

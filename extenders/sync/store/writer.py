@@ -48,8 +48,8 @@ class SnapshotWriter(StoreBase):
     async def record_refusal(self, uid: str, ref: str, generation: int, keep: float, interval: float = 10.0) -> bool:
         """Filter refused ``ref`` on every node, on the snapshot of ``generation``. True: a change
         kube-scheduler may already have retried the pod on landed after that snapshot, so requeue it
-        now (at most once per ``interval``); else the refusal is kept ``keep`` seconds for the
-        watcher's writes to hand back (see ``apply_and_take_refused``)."""
+        now (unless it was requeued within ``interval`` and since that change); else the refusal is
+        kept ``keep`` seconds for the watcher's writes to hand back (see ``apply_and_take_refused``)."""
         reply = await self._run("refuse", uid, ref, int(keep * 1000), generation, int(interval * 1000))
         return bool(int(reply))
 
