@@ -4,9 +4,11 @@ refused then must be requeued when the watch writes the deletion, however recent
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -27,6 +29,29 @@ RETRY_SECONDS = 20.0  # kube-scheduler retries a preemptor about a second after 
 RETRIES = "extender_preemptor_retries_total"
 GPU = "example.com/gpu"
 QUIET_SECONDS = 2.5  # longer than kube-scheduler's backoff after a pod's second attempt
+
+
+@contextlib.contextmanager
+def calls_pinned_to(stack: Stack, replica: ServerProcess) -> Iterator[None]:
+    """kube-scheduler's calls, on new connections, reach ``replica`` alone."""
+    balancer = stack.balancer
+    assert balancer is not None
+    balancer.pin(replica.port)
+    balancer.drop_clients()
+    try:
+        yield
+    finally:
+        balancer.pin(None)
+
+
+@contextlib.contextmanager
+def frozen(replica: ServerProcess) -> Iterator[None]:
+    """The replica stopped (SIGSTOP): its watch writes nothing and it answers nothing."""
+    os.kill(replica.proc.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(replica.proc.pid, signal.SIGCONT)
 
 
 @pytest.fixture(scope="module")
@@ -58,13 +83,8 @@ def test_a_preemptor_retried_while_the_watch_is_frozen_takes_one_victim(cluster:
 
     wait_for(holds_low, 30, "the follower's snapshot holds the low pods")
     passed, waited = retries("passed"), retries("bound")
-    balancer = stack.balancer
-    assert balancer is not None
-    balancer.pin(follower.port)
-    balancer.drop_clients()
-    try:
-        os.kill(leader.proc.pid, signal.SIGSTOP)
-        try:
+    with calls_pinned_to(stack, follower):
+        with frozen(leader):
             cluster.pod("urgent", requests=resources(cpu="3"), priorityClassName="e2e-high")
             wait_for(lambda: len(set(low) & set(cluster.placement())) < len(low), 30, "kube-scheduler took a victim")
             wait_for(
@@ -73,11 +93,7 @@ def test_a_preemptor_retried_while_the_watch_is_frozen_takes_one_victim(cluster:
                 "the retried preemptor passed filter on the victim our snapshot still holds",
             )
             assert follower.readiness().get("is_leader") is False, "the follower took the lease: its view is fresh"
-        finally:
-            os.kill(leader.proc.pid, signal.SIGCONT)
         placed = cluster.wait_bound(["urgent"], timeout=60)
-    finally:
-        balancer.pin(None)
     time.sleep(2)  # a second preemption would have deleted the other pod by now
     remaining = cluster.placement()
     assert len(set(low) & set(remaining)) == 1, f"one victim for one preemptor: {remaining}"
@@ -160,13 +176,8 @@ def test_a_pod_requeued_then_refused_behind_the_watch_is_requeued_when_the_watch
 
         wait_for(parked_again, 30, "kube-scheduler retried three after its requeue and parked it again")
 
-        balancer = stack.balancer
-        assert balancer is not None
-        balancer.pin(follower.port)
-        balancer.drop_clients()
-        try:
-            os.kill(leader.proc.pid, signal.SIGSTOP)
-            try:
+        with calls_pinned_to(stack, follower):
+            with frozen(leader):
                 asked = filters(follower)
                 kube.delete_pod(cluster.namespace, "big")
                 wait_for(
@@ -175,11 +186,7 @@ def test_a_pod_requeued_then_refused_behind_the_watch_is_requeued_when_the_watch
                     "kube-scheduler retried three on big's deletion, at the replica whose snapshot still has big",
                     interval=0.05,
                 )
-            finally:
-                os.kill(leader.proc.pid, signal.SIGCONT)
             assert three()["spec"].get("nodeName") is None, "three passed a filter on a snapshot that holds big"
-        finally:
-            balancer.pin(None)
         placed = cluster.wait_bound(["three"], timeout=45)
         assert placed["three"] == gpu
         assert requeued_at() != first, "bound without a second requeue: the test did not stage the lag"
