@@ -37,6 +37,15 @@ class Telemetry:
             "Gangs preempted whole: kube-scheduler evicted members on one node, the watch leader the rest.",
             registry=r,
         )
+        self.requeues = Counter(
+            "extender_requeues_total",
+            "Pods the extender moved back to kube-scheduler's active queue (an annotation touched), by reason: "
+            "refused on a snapshot behind a change already written (stale_refusal), refused just before the "
+            "watch wrote such a change (refused_before_change), parked after an attempt that failed on an "
+            "error (errored), a gang member whose gang may go on (gang).",
+            ["reason"],
+            registry=r,
+        )
         self.preemptor_retries = Counter(
             "extender_preemptor_retries_total",
             "A preemptor's retry meeting its own victims still in the snapshot: filter passed a node for it "

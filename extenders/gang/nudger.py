@@ -17,7 +17,7 @@ from redis.exceptions import RedisError
 
 from extenders.aio import cancelling
 from extenders.gang.state import GangStore
-from extenders.kube.requeue import Requeuer
+from extenders.kube.requeue import GANG, Requeuer
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +49,6 @@ class Nudger:
             backoff = self.interval
             for gang, members in due:
                 try:
-                    await self.requeuer.requeue(members, f"gang {gang} may go on")
+                    await self.requeuer.requeue(members, GANG, f"gang {gang} may go on")
                 except Exception:  # a bug must not end the loop: later nudges still matter
                     log.exception("gang %s: requeueing its parked members failed", gang)

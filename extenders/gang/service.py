@@ -68,7 +68,9 @@ class GangService:
         self.index = GangIndexCache(self.config)
         kube = runtime.kube
         self.nudger = (
-            Nudger(self.store, Requeuer(kube), self.config.sweep_interval_seconds) if kube is not None else None
+            Nudger(self.store, Requeuer(kube, runtime.telemetry.requeues), self.config.sweep_interval_seconds)
+            if kube is not None
+            else None
         )
         self.journal = GangJournal(redis, runtime.store.prefix, self._report)
         self.reconciler = GangReconciler(self.store, runtime.snapshot, self.index, self.config.sweep_interval_seconds)

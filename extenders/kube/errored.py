@@ -19,13 +19,14 @@ from extenders.kube.requeue import (
     ERROR_RETRY_MAX_SECONDS,
     ERROR_RETRY_PER_SECOND,
     ERROR_RETRY_SECONDS,
+    ERRORED,
     PerSecond,
     PodRef,
     scheduling_error,
 )
 
 # Requeue these pods, saying why (the watcher's requeue task).
-Requeue = Callable[[list[PodRef], str], None]
+Requeue = Callable[[list[PodRef], str, str], None]
 
 
 @dataclass(slots=True)
@@ -84,7 +85,7 @@ class ErroredPods:
             with contextlib.suppress(KeyError, TypeError, ValueError, AttributeError):
                 self._parked.pop(str(metadata(obj).get("uid") or ""), None)
         if due:
-            self.requeue(due, "its scheduling attempt failed on an error")
+            self.requeue(due, ERRORED, "its scheduling attempt failed on an error")
 
     async def run(self) -> None:
         """Requeue the pods still parked on the same error when their backoff is due."""
@@ -101,4 +102,4 @@ class ErroredPods:
                     parked.due = now + parked.interval
                     due.append(parked.ref)
             if due:
-                self.requeue(due, "its scheduling attempt failed on the same error again")
+                self.requeue(due, ERRORED, "its scheduling attempt failed on the same error again")

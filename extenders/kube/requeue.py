@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import httpx
+from prometheus_client import Counter
 
 from extenders.kube.client import KubeApiError, KubeClient
 
@@ -48,6 +49,12 @@ ERROR_RETRY_PER_SECOND = 20
 
 # A pod to requeue: (uid, namespace/name); the uid guards against a pod recreated under the name.
 PodRef = tuple[str, str]
+
+# Why a pod is requeued: the ``reason`` label of extender_requeues_total.
+STALE_REFUSAL = "stale_refusal"
+REFUSED_BEFORE_CHANGE = "refused_before_change"
+ERRORED = "errored"
+GANG = "gang"
 
 
 class PerSecond:
@@ -86,13 +93,16 @@ def scheduling_error(pod: Mapping[str, Any]) -> str | None:
 
 
 class Requeuer:
-    def __init__(self, kube: KubeClient, concurrency: int = 8) -> None:
+    def __init__(self, kube: KubeClient, counter: Counter | None = None, concurrency: int = 8) -> None:
+        """``counter``: extender_requeues_total, counted by reason."""
         self.kube = kube
+        self.counter = counter
         self._slots = asyncio.Semaphore(concurrency)
         self.requeued = 0  # pods touched by this process
 
-    async def requeue(self, pods: Sequence[PodRef], why: str) -> int:
-        """Touch every pod; returns how many were touched (gone or replaced pods are skipped)."""
+    async def requeue(self, pods: Sequence[PodRef], reason: str, why: str) -> int:
+        """Touch every pod; returns how many were touched (gone or replaced pods are skipped).
+        ``reason``: one of the module's reasons; ``why``: the log's words."""
         stamp = f"{time.time():.3f}"
 
         async def one(uid: str, ref: str) -> bool:
@@ -107,5 +117,7 @@ class Requeuer:
 
         done = sum(await asyncio.gather(*(one(uid, ref) for uid, ref in pods)))
         self.requeued += done
+        if self.counter is not None and done:
+            self.counter.labels(reason).inc(done)
         log.info("requeued %d pod(s) in kube-scheduler: %s", done, why)
         return done

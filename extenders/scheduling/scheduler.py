@@ -22,7 +22,7 @@ from extenders import engine
 from extenders.equivalence import ClassMemo, EquivalenceCache
 from extenders.equivalence.shared import SharedTier
 from extenders.gang import BindService, GangService, names_a_gang
-from extenders.kube.requeue import REFUSAL_KEEP_SECONDS, REQUEUE_INTERVAL_SECONDS, Requeuer
+from extenders.kube.requeue import REFUSAL_KEEP_SECONDS, REQUEUE_INTERVAL_SECONDS, STALE_REFUSAL, Requeuer
 from extenders.logs import log_fields
 from extenders.model import NodeFacts, PodInfo
 from extenders.policy import Policy
@@ -66,7 +66,7 @@ class Scheduler:
         self.shared = shared if shared is not None and shared.enabled else None
         self.gangs = gangs
         self.binds = binds
-        self.requeuer = Requeuer(runtime.kube) if runtime.kube is not None else None
+        self.requeuer = Requeuer(runtime.kube, runtime.telemetry.requeues) if runtime.kube is not None else None
         self._requeues: set[asyncio.Task[int]] = set()
         self._cycles = Cycles()
         self.preempter = Preempter(policy, gangs, self.snapshot, runtime.telemetry)
@@ -239,7 +239,8 @@ class Scheduler:
             log.warning("could not record the refusal of %s: %s", pod.key, exc)
             return
         if stale and self.requeuer is not None:
-            task = asyncio.create_task(self.requeuer.requeue([(pod.uid, pod.key)], "refused on a stale snapshot"))
+            requeue = self.requeuer.requeue([(pod.uid, pod.key)], STALE_REFUSAL, "refused on a stale snapshot")
+            task = asyncio.create_task(requeue)
             self._requeues.add(task)
             task.add_done_callback(self._requeues.discard)
 

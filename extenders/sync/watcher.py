@@ -25,6 +25,7 @@ from extenders.kube.requeue import (
     ERROR_RETRY_MAX_SECONDS,
     ERROR_RETRY_SECONDS,
     REFUSAL_WINDOW_SECONDS,
+    REFUSED_BEFORE_CHANGE,
     REQUEUE_INTERVAL_SECONDS,
     PodRef,
     Requeuer,
@@ -76,7 +77,7 @@ class Watcher:
         self.stats = WatcherStats()
         self._listed: set[str] = set()
         self._required: set[str] = set()
-        self.requeuer = Requeuer(kube)
+        self.requeuer = Requeuer(kube, self.telemetry.requeues)
         self._requeues: set[asyncio.Task[int]] = set()
         self.errored = ErroredPods(self._requeue, error_retry)
 
@@ -165,9 +166,9 @@ class Watcher:
             self.epoch, ops, REFUSAL_WINDOW_SECONDS + held, REQUEUE_INTERVAL_SECONDS
         )
         if refused:
-            self._requeue(refused, "refused just before the snapshot caught up with a change")
+            self._requeue(refused, REFUSED_BEFORE_CHANGE, "refused just before the snapshot caught up with a change")
 
-    def _requeue(self, pods: list[PodRef], why: str) -> None:
-        task = asyncio.create_task(self.requeuer.requeue(pods, why), name="requeue")
+    def _requeue(self, pods: list[PodRef], reason: str, why: str) -> None:
+        task = asyncio.create_task(self.requeuer.requeue(pods, reason, why), name="requeue")
         self._requeues.add(task)
         task.add_done_callback(self._requeues.discard)

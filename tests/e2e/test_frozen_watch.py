@@ -176,6 +176,10 @@ def test_a_pod_requeued_then_refused_behind_the_watch_is_requeued_when_the_watch
 
         wait_for(parked_again, 30, "kube-scheduler retried three after its requeue and parked it again")
 
+        def requeues() -> float:
+            return sum(sample_total(r.get("/metrics").text, "extender_requeues_total") for r in stack.replicas)
+
+        requeued_before = requeues()
         with calls_pinned_to(stack, follower):
             with frozen(leader):
                 asked = filters(follower)
@@ -190,5 +194,6 @@ def test_a_pod_requeued_then_refused_behind_the_watch_is_requeued_when_the_watch
         placed = cluster.wait_bound(["three"], timeout=45)
         assert placed["three"] == gpu
         assert requeued_at() != first, "bound without a second requeue: the test did not stage the lag"
+        assert requeues() > requeued_before
     finally:
         cluster.cleanup()

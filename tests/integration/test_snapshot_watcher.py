@@ -397,6 +397,7 @@ async def test_pods_whose_attempt_failed_on_an_error_are_requeued_once_per_error
     await eventually(lambda: requeued(3))
     await asyncio.sleep(0.3)  # room for a wrong fourth requeue to show
     assert watcher.requeuer.requeued == 3 and stamp("watched") != first
+    assert watcher.telemetry.registry.get_sample_value("extender_requeues_total", {"reason": "errored"}) == 3
     assert stamp("refused") is None
 
 

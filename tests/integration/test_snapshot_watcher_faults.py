@@ -279,5 +279,7 @@ async def test_a_refusal_while_the_watcher_held_an_event_unwritten_is_handed_bac
         await eventually(stamp, timeout=10)
         assert max(w or 0.0 for w in windows) > REFUSAL_WINDOW_SECONDS + 0.5  # the hold counted
         assert watcher.requeuer.requeued == 1
+        counted = {"reason": "refused_before_change"}
+        assert watcher.telemetry.registry.get_sample_value("extender_requeues_total", counted) == 1
     finally:
         await cancel_and_wait(task)

@@ -405,6 +405,8 @@ async def test_parked_members_are_requeued_through_the_api_when_their_gang_may_g
     await wait_for(requeued, 3)
     annotations = kube.pods[("default", "g-0")]["metadata"]["annotations"]
     assert "kube-gang-extender/requeued-at" in annotations
+    registries = [s.runtime.telemetry.registry for s in services]
+    assert sum(r.get_sample_value("extender_requeues_total", {"reason": "gang"}) or 0 for r in registries) == 1
 
 
 async def test_filtering_a_held_member_again_drops_its_orphaned_reservation(replicas: Factory) -> None:
