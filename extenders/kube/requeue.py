@@ -98,7 +98,14 @@ class Requeuer:
         self.kube = kube
         self.counter = counter
         self._slots = asyncio.Semaphore(concurrency)
+        self._running: set[asyncio.Task[int]] = set()  # held so the loop does not drop them
         self.requeued = 0  # pods touched by this process
+
+    def start(self, pods: Sequence[PodRef], reason: str, why: str) -> None:
+        """``requeue`` in the background: the caller's answer or write does not wait for the patches."""
+        task = asyncio.create_task(self.requeue(pods, reason, why), name="requeue")
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
 
     async def requeue(self, pods: Sequence[PodRef], reason: str, why: str) -> int:
         """Touch every pod; returns how many were touched (gone or replaced pods are skipped).

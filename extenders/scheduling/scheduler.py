@@ -67,7 +67,6 @@ class Scheduler:
         self.gangs = gangs
         self.binds = binds
         self.requeuer = Requeuer(runtime.kube, runtime.telemetry.requeues) if runtime.kube is not None else None
-        self._requeues: set[asyncio.Task[int]] = set()
         self._cycles = Cycles()
         self.preempter = Preempter(policy, gangs, self.snapshot, runtime.telemetry)
 
@@ -239,10 +238,7 @@ class Scheduler:
             log.warning("could not record the refusal of %s: %s", pod.key, exc)
             return
         if stale and self.requeuer is not None:
-            requeue = self.requeuer.requeue([(pod.uid, pod.key)], STALE_REFUSAL, "refused on a stale snapshot")
-            task = asyncio.create_task(requeue)
-            self._requeues.add(task)
-            task.add_done_callback(self._requeues.discard)
+            self.requeuer.start([(pod.uid, pod.key)], STALE_REFUSAL, "refused on a stale snapshot")
 
     def _score_ahead(self, cycle: Cycle, names: list[str]) -> None:
         """Prioritize's answer for the nodes a pod's filter passed, kept for its call (``Cycle``)."""

@@ -27,7 +27,6 @@ from extenders.kube.requeue import (
     REFUSAL_WINDOW_SECONDS,
     REFUSED_BEFORE_CHANGE,
     REQUEUE_INTERVAL_SECONDS,
-    PodRef,
     Requeuer,
 )
 from extenders.sync import kinds
@@ -78,8 +77,7 @@ class Watcher:
         self._listed: set[str] = set()
         self._required: set[str] = set()
         self.requeuer = Requeuer(kube, self.telemetry.requeues)
-        self._requeues: set[asyncio.Task[int]] = set()
-        self.errored = ErroredPods(self._requeue, error_retry)
+        self.errored = ErroredPods(self.requeuer.start, error_retry)
 
     async def run(self) -> None:
         """Feed the store until cancelled; raises FencedError when this term is over."""
@@ -166,9 +164,4 @@ class Watcher:
             self.epoch, ops, REFUSAL_WINDOW_SECONDS + held, REQUEUE_INTERVAL_SECONDS
         )
         if refused:
-            self._requeue(refused, REFUSED_BEFORE_CHANGE, "refused just before the snapshot caught up with a change")
-
-    def _requeue(self, pods: list[PodRef], reason: str, why: str) -> None:
-        task = asyncio.create_task(self.requeuer.requeue(pods, reason, why), name="requeue")
-        self._requeues.add(task)
-        task.add_done_callback(self._requeues.discard)
+            self.requeuer.start(refused, REFUSED_BEFORE_CHANGE, "refused before the snapshot caught up with a change")
