@@ -71,8 +71,8 @@ def preemption_candidates(
     return candidates, victim_pods
 
 
-def filter_answer(args: ExtenderArgs, outcome: FilterOutcome) -> dict[str, Any]:
-    """ExtenderFilterResult, in the form the candidates came in."""
+def filter_answer(items: list[Node] | None, outcome: FilterOutcome) -> dict[str, Any]:
+    """ExtenderFilterResult, in the form the candidates came in (``items``: as node objects)."""
     passing = outcome.passing
     answer: dict[str, Any] = {
         "Nodes": None,
@@ -81,11 +81,10 @@ def filter_answer(args: ExtenderArgs, outcome: FilterOutcome) -> dict[str, Any]:
         "FailedAndUnresolvableNodes": outcome.unresolvable,
         "Error": outcome.error,
     }
-    if args.NodeNames is None and args.Nodes is not None:
+    if items is not None:
         keep = set(passing)
         # Echo the very objects that came in (only the fields that were sent), in request order.
-        items = [i.as_json() for i in args.Nodes.items if i.metadata.name in keep]
-        answer["Nodes"] = {"metadata": {}, "items": items}
+        answer["Nodes"] = {"metadata": {}, "items": [i.as_json() for i in items if i.metadata.name in keep]}
     else:
         answer["NodeNames"] = passing
     return answer

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, model_validator
 
 from app.kube_types import Node, Pod
 
@@ -73,6 +73,15 @@ class CycleCall(_Wire):
     Pod: PodIdentity
     Nodes: dict[str, Any] | None = None
     NodeNames: list[str] | None = None
+
+
+class FilterCall(_Wire):
+    """ExtenderArgs with the pod left as JSON, for filter to read it through its shape
+    (app.pod_shapes); a pod of a new shape is validated as ExtenderArgs."""
+
+    Pod: dict[str, Any]
+    Nodes: Any = None
+    NodeNames: list[StrictStr] | None = None
 
 
 class ExtenderFilterResult(_Wire):

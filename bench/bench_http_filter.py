@@ -9,8 +9,10 @@ header the app adds (body parse to first response byte); the client round trip i
 Two scenarios on the same replica: ``plain`` (no inter-pod terms anywhere), then
 ``inter_pod_affinity``: 5% of the existing pods are rewritten with a required anti-affinity
 term (the replica catches up from Redis) and the incoming pod carries one as well, like
-``bench_filter --affinity``. Every call is the same pod, so with the equivalence cache on (the
-default; ``--equivalence-cache off``) filter reuses node-local verdicts after the first calls.
+``bench_filter --affinity``. Every pair sends another pod of one ReplicaSet (its own name, uid,
+resourceVersion and token volume, as kube-scheduler sends them), all of one class, so with the
+equivalence cache on (the default; ``--equivalence-cache off``) filter reuses node-local verdicts
+after the first calls.
 
     python bench/bench_http_filter.py [--nodes 5000] [--pods-per-node 20] [--candidates 500]
         [--iterations 300] [--warmup 30] [--prioritize-on candidates|passing] [--gap-ms 0] [--equivalence-cache on|off]
@@ -179,6 +181,32 @@ def incoming_pod(with_affinity: bool) -> Json:
     }
 
 
+def sibling(pod: Json, index: int) -> Json:
+    """``pod`` as the ``index``-th pod of its ReplicaSet: kube-scheduler never filters one pod twice in a
+    row, it filters its siblings, each with its own identity and service-account token volume."""
+    volume = f"kube-api-access-{index:05x}"
+    meta = {
+        **pod["metadata"],
+        "name": f"{pod['metadata']['name']}-{index:05x}",
+        "uid": f"{pod['metadata']['uid']}-{index}",
+        "resourceVersion": str(1000 + index),
+        "creationTimestamp": f"2026-11-28T10:{index // 60 % 60:02d}:{index % 60:02d}Z",
+    }
+    container = {
+        **pod["spec"]["containers"][0],
+        "volumeMounts": [
+            {"name": volume, "readOnly": True, "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}
+        ],
+    }
+    token = {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}}
+    spec = {
+        **pod["spec"],
+        "containers": [container],
+        "volumes": [{"name": volume, "projected": {"sources": [token], "defaultMode": 420}}],
+    }
+    return {**pod, "metadata": meta, "spec": spec}
+
+
 # ------------------------------------------------------------------ Redis side
 async def write_ops(store: Store, epoch: int, ops: list[Op]) -> int:
     generation = 0
@@ -187,19 +215,27 @@ async def write_ops(store: Store, epoch: int, ops: list[Op]) -> int:
     return generation
 
 
-async def load_cluster(store: Store, epoch: int, nodes: list[Json], pods: list[PodSpec]) -> int:
+def scenario_pods(with_affinity: bool, count: int) -> list[Json]:
+    """The pods one scenario schedules, one per pair: siblings of ``incoming_pod``."""
+    base = incoming_pod(with_affinity)
+    first = 100_000 if with_affinity else 0
+    return [sibling(base, first + i) for i in range(count)]
+
+
+async def load_cluster(store: Store, epoch: int, nodes: list[Json], pods: list[PodSpec], pending: list[Json]) -> int:
     ops = [Op.node(node_facts(n)) for n in nodes]
     ops += [Op.pod(pod_info(pod_object(p, with_affinity=False))) for p in pods]
-    # The pod being scheduled, pending: kube-scheduler schedules pods the watch has already seen.
-    ops.append(Op.pod(pod_info(incoming_pod(False))))
+    # The pods being scheduled, pending: kube-scheduler schedules pods the watch has already seen.
+    ops += [Op.pod(pod_info(p)) for p in pending]
     return await write_ops(store, epoch, ops)
 
 
-async def add_affinity(store: Store, epoch: int, pods: list[PodSpec]) -> tuple[int, int]:
-    """Rewrite the anti-affinity pods with their term; returns (generation, pods changed)."""
+async def add_affinity(store: Store, epoch: int, pods: list[PodSpec], pending: list[Json]) -> tuple[int, int]:
+    """Rewrite the anti-affinity pods with their term and add the scenario's pending pods; returns
+    (generation, pods changed)."""
     changed = [p for p in pods if p.anti_affinity]
     ops = [Op.pod(pod_info(pod_object(p, with_affinity=True))) for p in changed]
-    ops.append(Op.pod(pod_info(incoming_pod(True))))  # the pending pod gains its term too
+    ops += [Op.pod(pod_info(p)) for p in pending]
     return await write_ops(store, epoch, ops), len(changed)
 
 
@@ -255,7 +291,7 @@ def run_scenario(
     clients: list[httpx.Client],
     pids: list[int],
     names: list[str],
-    pod: Json,
+    incoming: list[Json],
     args: argparse.Namespace,
     seed: int,
     compared: int = 1,
@@ -274,6 +310,7 @@ def run_scenario(
         if iteration == args.warmup:
             cpu_before = [cpu_seconds(pid) or 0.0 for pid in pids]
         candidates = rng.sample(names, args.candidates)
+        pod = incoming[iteration]
         order = list(range(len(clients))) if iteration % 2 == 0 else list(reversed(range(len(clients))))
         answers: dict[int, tuple[Any, Any]] = {}
         for at in order:
@@ -375,7 +412,8 @@ async def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
         nothing: NullExtenderProcess | None = None
         try:
             started = time.perf_counter()
-            await load_cluster(store, epoch, nodes, pods)
+            count = args.warmup + args.iterations
+            await load_cluster(store, epoch, nodes, pods, scenario_pods(False, count))
             load_seconds = time.perf_counter() - started
 
             started = time.perf_counter()
@@ -404,13 +442,13 @@ async def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
             clients = [httpx.Client(base_url=url, timeout=30.0) for url in urls]
             try:
                 plain, *plain_rest = run_scenario(
-                    clients, pids, names, incoming_pod(False), args, seed=2, compared=len(replicas)
+                    clients, pids, names, scenario_pods(False, count), args, seed=2, compared=len(replicas)
                 )
-                generation, rewritten = await add_affinity(store, epoch, pods)
+                generation, rewritten = await add_affinity(store, epoch, pods, scenario_pods(True, count))
                 for client in clients[: len(replicas)]:
                     wait_generation(client, generation)
                 affinity, *affinity_rest = run_scenario(
-                    clients, pids, names, incoming_pod(True), args, seed=3, compared=len(replicas)
+                    clients, pids, names, scenario_pods(True, count), args, seed=3, compared=len(replicas)
                 )
                 affinity["existing_pods_with_anti_affinity"] = rewritten
                 rss_mb = resident_mb(replica.proc.pid)

@@ -103,7 +103,8 @@ async def run(url: str, args: argparse.Namespace) -> Json:
     servers: list[ServerProcess] = []
     async with writer_store(url, prefix, "bench-shared-writer#0") as (store, epoch):
         try:
-            generation = await load_cluster(store, epoch, nodes, pod_specs(rng, args.nodes, args.pods_per_node))
+            specs = pod_specs(rng, args.nodes, args.pods_per_node)
+            generation = await load_cluster(store, epoch, nodes, specs, [incoming_pod(False)])
             warm = replica(url, prefix, "bench-shared-a", shared=True)
             servers.append(warm)
             written = warm_classes(warm, names, args, generation)

@@ -6,10 +6,10 @@ per call than the answer of a warm class, so ``ExtenderApp`` hands these calls t
 before any of them, and everything else to FastAPI unchanged. ``HotVerbs`` does what the layers it
 skips would: the body limit (the same 413), the metrics and server-timing header, the app's exception
 handlers. A body failing validation goes to the app, body and all, to be answered as every route
-answers it. The routes stay declared in the app (OpenAPI, tests and the error
-shapes do not change).
+answers it. The routes stay declared in the app (OpenAPI, tests and the error shapes do not change).
 
-A prioritize whose scores this replica computed ahead (same pod uid and resourceVersion, same nodes)
+Filter reads a pod of a shape it has met before through that shape (``app.pod_shapes``). A
+prioritize whose scores this replica computed ahead (same pod uid and resourceVersion, same nodes)
 is answered after reading only the pod's identity and the names: the pod itself was read by filter.
 """
 
@@ -27,8 +27,9 @@ from app.errors import HANDLERS
 from app.metrics import Metrics
 from app.middleware.body_limit import declared_too_big, too_big_answer
 from app.middleware.metrics import observe
+from app.pod_shapes import PodShapes, PodShapesCollector
 from app.responses import render
-from app.routes.verbs import CYCLE_VERBS
+from app.routes.verbs import CYCLE_VERBS, filter_pod
 from app.state import AppState
 from app.wire import CycleCall
 
@@ -49,6 +50,10 @@ def _replay(body: bytes, receive: Receive) -> Receive:
     return replayed
 
 
+class _Invalid(Exception):
+    """The body did not validate."""
+
+
 class HotVerbs:
     """Answers the cycle's verbs; passes every body it does not take to ``app`` (FastAPI's way in)."""
 
@@ -57,6 +62,8 @@ class HotVerbs:
         self.state = state
         self.metrics = metrics
         self.max_bytes = max_bytes
+        self.shapes = PodShapes()
+        metrics.registry.register(PodShapesCollector(self.shapes))
 
     @staticmethod
     def takes(scope: Scope) -> bool:
@@ -90,20 +97,30 @@ class HotVerbs:
         if path == "/prioritize":
             answer = self._ahead(body)
         if answer is None:
-            verb = CYCLE_VERBS[path]
             try:
-                args = verb.body.model_validate_json(body)
-            except ValidationError:
+                answer = await self._verb(path, body, receive)
+            except _Invalid:
                 await self.app(scope, _replay(body, receive), send)
                 return
-            try:
-                answer = await verb.answer(self.state, args, receive)
             except tuple(HANDLERS) as exc:
                 handler = next(h for kind, h in HANDLERS.items() if isinstance(exc, kind))
                 response = await handler(Request(scope, receive), exc)
                 await self._answer(send, path, start, response.status_code, bytes(response.body))
                 return
         await self._answer(send, path, start, 200, render(answer))
+
+    async def _verb(self, path: str, body: bytes, receive: Receive) -> Any:
+        """The verb's answer; raises ``_Invalid`` for a body the app must answer (only the body's
+        reading: a verb that has acted is never sent to the app to act again)."""
+        verb = CYCLE_VERBS[path]
+        try:
+            inputs = self.shapes.filter_inputs(body) if path == "/filter" else None
+            args = verb.body.model_validate_json(body) if inputs is None else None
+        except ValidationError as exc:
+            raise _Invalid from exc
+        if inputs is not None:
+            return await filter_pod(self.state, inputs.pod, inputs.resource_version, inputs.names)
+        return await verb.answer(self.state, args, receive)
 
     def _ahead(self, body: bytes) -> Any:
         """Prioritize's answer when its scores were computed ahead for this very call, else None."""

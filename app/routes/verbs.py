@@ -17,6 +17,7 @@ from starlette.types import Receive
 
 from app import translate
 from app.errors import documented
+from app.kube_types import Node
 from app.responses import JSONAnswer
 from app.routes.body_route import BodyRoute
 from app.state import AppState, get_state
@@ -30,6 +31,7 @@ from app.wire import (
     ExtenderPreemptionResult,
     HostPriority,
 )
+from extenders.model import PodInfo
 from extenders.scheduling import CyclePod, Scheduler
 
 router = APIRouter(tags=["extender"], responses=documented(400, 413, 422, 503), route_class=BodyRoute)
@@ -49,13 +51,20 @@ def _domain_error(state: AppState, verb: str, answer: dict[str, Any]) -> None:
 
 
 async def answer_filter(state: AppState, args: ExtenderArgs) -> dict[str, Any]:
-    scheduler = _scheduler(state)
     pod = translate.pod_info(args.Pod)
     names = translate.candidate_names(args)
     items = translate.whole_nodes(args)
+    return await filter_pod(state, pod, args.Pod.metadata.resourceVersion or "", names, items)
+
+
+async def filter_pod(
+    state: AppState, pod: PodInfo, resource_version: str, names: list[str], items: list[Node] | None = None
+) -> dict[str, Any]:
+    """Filter's answer for a pod already read; ``items``: the candidates as node objects, if so sent."""
+    scheduler = _scheduler(state)
     nodes = translate.node_facts(items) if items is not None else None
-    outcome = await scheduler.filter(pod, args.Pod.metadata.resourceVersion or "", names, nodes)
-    answer = translate.filter_answer(args, outcome)
+    outcome = await scheduler.filter(pod, resource_version, names, nodes)
+    answer = translate.filter_answer(items, outcome)
     _domain_error(state, "filter", answer)
     return answer
 

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from app.translate import binding_answer, filter_answer, host_priorities, preemption_answer, prioritize_answer
+from app.translate import (
+    binding_answer,
+    filter_answer,
+    host_priorities,
+    preemption_answer,
+    prioritize_answer,
+    whole_nodes,
+)
 from app.wire import ExtenderArgs
 from extenders.preemption import MetaVictims
 from extenders.scheduling import FilterOutcome, NodeScores
@@ -31,8 +38,7 @@ def test_binding_answer() -> None:
 
 
 def test_filter_answer_by_names() -> None:
-    args = ExtenderArgs.model_validate({"Pod": POD, "NodeNames": ["a", "b"]})
-    answer = filter_answer(args, FilterOutcome(["a"], {"b": "too small"}))
+    answer = filter_answer(None, FilterOutcome(["a"], {"b": "too small"}))
     assert answer == {
         "Nodes": None,
         "NodeNames": ["a"],
@@ -45,12 +51,11 @@ def test_filter_answer_by_names() -> None:
 def test_filter_answer_echoes_the_objects_sent() -> None:
     nodes = [{"metadata": {"name": n, "labels": {"x": n}}, "extra": {"kept": True}} for n in ("a", "b", "c")]
     args = ExtenderArgs.model_validate({"Pod": POD, "Nodes": {"items": nodes}})
-    answer = filter_answer(args, FilterOutcome(["c", "a"]))
+    answer = filter_answer(whole_nodes(args), FilterOutcome(["c", "a"]))
     assert answer["NodeNames"] is None
     assert answer["Nodes"] == {"metadata": {}, "items": [nodes[0], nodes[2]]}
 
 
 def test_filter_failure_passes_nothing() -> None:
-    args = ExtenderArgs.model_validate({"Pod": POD, "NodeNames": ["a"]})
-    answer = filter_answer(args, FilterOutcome.failure("cluster snapshot unavailable"))
+    answer = filter_answer(None, FilterOutcome.failure("cluster snapshot unavailable"))
     assert answer["NodeNames"] == [] and answer["Error"] == "cluster snapshot unavailable"
