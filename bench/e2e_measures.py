@@ -97,8 +97,8 @@ class Profiler:
 
 def replica_counters(replica_urls: list[str]) -> Counter[str]:
     """Counters the replicas reported so far, summed over them: Redis round trips by command (a Lua
-    script by its name), milliseconds of garbage collection by generation, and filter calls by what
-    the equivalence cache answered of them, from their /metrics."""
+    script by its name), milliseconds of garbage collection by generation, filter calls by what
+    the equivalence cache answered of them and by how they read the pod, from their /metrics."""
     counts: Counter[str] = Counter()
     for url in replica_urls:
         text = httpx.get(f"{url}/metrics", timeout=10).text
@@ -110,6 +110,8 @@ def replica_counters(replica_urls: list[str]) -> Counter[str]:
                     counts[f"gc ms {sample.labels['generation']}"] += round(1000 * sample.value)
                 elif sample.name == "extender_equivalence_cache_requests_total" and sample.labels["verb"] == "filter":
                     counts[f"filter {sample.labels['result']}"] += int(sample.value)
+                elif sample.name == "extender_filter_pod_reads_total":
+                    counts[f"pod read {sample.labels['how']}"] += int(sample.value)
     return counts
 
 

@@ -89,6 +89,8 @@ def run_phase(
                 # Filter calls per pod by the equivalence cache's part in them (recalled: the class's
                 # verdicts on the same snapshot answered the whole call).
                 "filter_cache_per_pod": {k[7:]: v for k, v in counters.items() if k.startswith("filter ")},
+                # Filter calls per pod by how the pod was read (shape: a shape met before, app.pod_shapes).
+                "filter_pod_reads_per_pod": {k[9:]: v for k, v in counters.items() if k.startswith("pod read ")},
             }
             if replica_urls
             else {}

@@ -6,7 +6,9 @@ import json
 import re
 from pathlib import Path
 
+from app.main import create_app
 from app.metrics import Metrics
+from app.settings import Settings
 from extenders.equivalence import EquivalenceCache
 from extenders.equivalence.metrics import EquivalenceCollector
 
@@ -16,10 +18,10 @@ SUFFIXES = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count"), 
 
 
 def served_series() -> set[str]:
+    """Every series of the registry an app builds (nothing connects before its lifespan)."""
     names: set[str] = set()
-    metrics = Metrics()
-    metrics.registry.register(EquivalenceCollector(EquivalenceCache()))  # as app.main does
-    for family in metrics.registry.collect():
+    app = create_app(Settings(redis_url="redis://127.0.0.1:1/0", kube_mode="off"))
+    for family in app.state.extender.metrics.registry.collect():
         names.update(family.name + suffix for suffix in SUFFIXES.get(family.type, ("",)))
         names.update(sample.name for sample in family.samples)
     return names
