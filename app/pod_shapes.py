@@ -1,13 +1,13 @@
 """Filter's pod read once per shape: the pods of one workload differ only in their identity.
 
-Validating a wire pod and converting it to a ``PodInfo`` is most of what a warm filter costs, and
+Validating a wire pod and converting it to a ``PodInfo`` was most of what a warm filter cost, and
 kube-scheduler sends the hundredth pod of a Deployment with the same spec as the first. A pod's
 *shape* is its JSON without the fields that differ between such siblings: its identity (name, uid,
 resourceVersion, creation time, labels, annotations; read from each pod, with the types validation
 admits) and fields that neither validation nor conversion reads (the service-account token volume's
-generated name and its mounts, the hostname, condition timestamps). A pod of a known shape gets that shape's
-``PodInfo`` with its own identity, exactly what the full path would have built; any other body
-takes the full path, which also answers every malformed one.
+generated name and its mounts, the hostname, condition timestamps). A pod of a known shape gets that
+shape's ``PodInfo`` with its own identity, exactly what the full path would have built; any other
+body takes the full path, which also answers every malformed one.
 """
 
 from __future__ import annotations
