@@ -113,12 +113,11 @@ for i = 3, #ARGV, 4 do
   else return redis.error_reply('unknown op ' .. tostring(op)) end
 end
 local gen = finish()
-if retry then
-  redis.call('SET', K_RETRYGEN, gen)
-  redis.call('SET', K_RETRYAT, now_ms())
-end
-if not (requeue and retry) then return gen end
+if not retry then return gen end
 local now = now_ms()
+redis.call('SET', K_RETRYGEN, gen)
+redis.call('SET', K_RETRYAT, now)
+if not requeue then return gen end
 local window, interval = requeue[1], requeue[2]
 local out = {gen}
 redis.call('ZREMRANGEBYSCORE', K_REQUEUED, '-inf', now - interval)
