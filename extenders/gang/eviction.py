@@ -13,8 +13,10 @@ may each take the same gang on another node.
 Since 1.33 kube-scheduler evicts asynchronously, so the next preemptor's cycle may be decided before a
 victim's deletion is seen. The preempt verb therefore marks the victims of an answer with one node
 (``mark_preempting``): the next decisions take them as leaving, so a gang two preemptions break
-together is seen broken by the second. The evictor itself counts only what the snapshot says, so a
-mark that turns out wrong (kube-scheduler's own checks refused the node) evicts nothing.
+together is seen broken by the second, which records nothing more. The evictor itself counts only what
+the snapshot says, so a mark that turns out wrong (kube-scheduler's own checks refused the node) evicts
+nothing; and when kube-scheduler's eviction of a marked trigger failed while the second preemption took
+the gang's other members, the first record evicts its trigger too, so no part of the gang is left.
 
 Each answer is also kept for its preemptor (``victims_for``): kube-scheduler retries a preemptor once
 its own informer sees the victims go, which can be before the snapshot does, and the preemptor's filter
@@ -72,12 +74,19 @@ class GangEviction:
         return f"{self.gang}|{self.node}"
 
     def left(self, snapshot: Snapshot) -> list[PodRef] | None:
-        """The members still to evict once kube-scheduler has taken the trigger (``snapshot`` shows one
-        of them gone or leaving) and fewer than the minimum are left; None while the gang may survive."""
+        """The members still to evict once the gang is below its minimum; None while it may survive.
+
+        Normally kube-scheduler has taken the trigger. But when its eviction of the trigger failed and a
+        later preemption, counting on this record, took members elsewhere instead, the trigger goes
+        too: the snapshot cannot tell a member that finished from one taken, and the gang was chosen to
+        go whole anyway."""
         left = [m for m in self.members if not _gone(snapshot, m[0])]
-        if not any(_gone(snapshot, uid) for uid in self.trigger) or len(left) >= self.minimum:
+        if any(_gone(snapshot, uid) for uid in self.trigger):
+            return left if len(left) < self.minimum else None
+        if len(left) == len(self.members):
             return None
-        return left
+        here = [(uid, pod.key) for uid in self.trigger if (pod := snapshot.find_pod(uid)) is not None]
+        return [*here, *left] if len(here) + len(left) < self.minimum else None
 
 
 class EvictionStore:

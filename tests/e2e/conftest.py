@@ -3,12 +3,13 @@ balancer registered as extenders of a real kube-scheduler, a namespace and fresh
 
 Every test runs once per Kubernetes release it is meant for (``kube_release``, a session
 parameter, so one control plane runs at a time): the whole tier on the newest tested release, the
-tests marked ``every_release`` on each (devstack/releases.py). ``KUBE_VERSIONS`` names other
-releases ("1.28.7" or "1.37.2,1.34.4"), each then running the whole tier; ``--kube-release V``
-keeps one release's share (the whole suite runs each release in a process of its own). A release's binaries
-come from ``KUBE_BIN_DIR`` when they are that version, else the build cache, else they are built
-(minutes, once). Without them the release's tests are left out with one line naming what is
-missing (tests/plugins/e2e_tier.py), unless ``EXTENDER_E2E=required`` (as in CI): then they fail.
+tests marked ``every_release`` on each (devstack/releases.py); a test marked ``since("1.30")`` on
+none older. ``KUBE_VERSIONS`` names other releases ("1.28.7" or "1.37.2,1.34.4"), each then running
+the whole tier; ``--kube-release V`` keeps one release's share (the whole suite runs each release in
+a process of its own). A release's binaries come from ``KUBE_BIN_DIR`` when they are that version,
+else the build cache, else they are built (minutes, once). Without them the release's tests are left
+out with one line naming what is missing (tests/plugins/e2e_tier.py), unless
+``EXTENDER_E2E=required`` (as in CI): then they fail.
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     everywhere = metafunc.definition.get_closest_marker("every_release") is not None
     chosen = [r for r in selected(metafunc.config) if everywhere or r.whole_tier]
+    since = metafunc.definition.get_closest_marker("since")
+    if since is not None:  # needs an API older releases do not serve
+        oldest = Release(str(since.args[0]) + ".0").order
+        chosen = [r for r in chosen if r.order >= oldest]
     metafunc.parametrize("kube_release", chosen, ids=[r.version for r in chosen], indirect=True, scope="session")
 
 

@@ -85,6 +85,26 @@ async def test_records_of_one_gang_on_two_nodes_both_stand_and_the_first_trigger
     assert await gangs.evictions.pending() == []
 
 
+async def test_a_trigger_kube_scheduler_failed_to_evict_goes_once_another_preemption_broke_the_gang(
+    replicas: Factory,
+) -> None:
+    # Gang a (min 2 of 3), one member already preempted. A preemptor's answer takes a-2 on n2 and
+    # records a-0 to follow; kube-scheduler's eviction of a-2 fails. A second preemptor, counting a-2
+    # as leaving, takes a-0 on n0 and records nothing. a-2 alone is left: the first record takes it.
+    r0, kube, pods = await gang_a(replicas, 3, 2, ["n0", "n1", "n2"])
+    store = r0.runtime.store
+    await apply(store, [Op.pod(bound_copy(p, f"n{i}")) for i, p in enumerate(pods)])
+    await apply(store, [Op.delete_pod("a-1")])
+    gangs = r0.gangs
+    assert gangs.evictor is not None
+    await gangs.evictions.record([eviction("a-2", "a-0", node="n2", minimum=2)])
+    assert await gangs.evictor.evict_due() == []
+    await apply(store, [Op.delete_pod("a-0")])
+    assert await gangs.evictor.evict_due() == ["default/a"]
+    assert kube.preempted == ["default/a-2"]
+    assert await gangs.evictions.pending() == []
+
+
 async def test_a_gang_taken_whole_places_no_more_members_and_those_placed_since_go_with_it(
     replicas: Factory,
 ) -> None:
