@@ -276,7 +276,11 @@ async def test_a_refusal_while_the_watcher_held_an_event_unwritten_is_handed_bac
         async def stamp() -> str | None:
             return (client.get("Pod", "waiting")["metadata"].get("annotations") or {}).get(REQUEUE_ANNOTATION)
 
+        async def counted_once() -> bool:  # counted when the patch returns, after the stamp shows
+            return watcher.requeuer.requeued >= 1
+
         await eventually(stamp, timeout=10)
+        await eventually(counted_once, timeout=5)
         assert max(w or 0.0 for w in windows) > REFUSAL_WINDOW_SECONDS + 0.5  # the hold counted
         assert watcher.requeuer.requeued == 1
         counted = {"reason": "refused_before_change"}
