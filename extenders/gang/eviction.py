@@ -29,7 +29,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import httpx
 import orjson
@@ -87,6 +87,14 @@ class GangEviction:
             return None
         here = [(uid, pod.key) for uid in self.trigger if (pod := snapshot.find_pod(uid)) is not None]
         return [*here, *left] if len(here) + len(left) < self.minimum else None
+
+
+class Preempting(NamedTuple):
+    """What the preempt verb reads before it decides."""
+
+    evicting: frozenset[str]  # victims of answers with one node: kube-scheduler is evicting them
+    offered: frozenset[str]  # every victim of recent answers
+    answered: dict[str, frozenset[str]]  # the preemptor's own recent answers, by node
 
 
 class EvictionStore:
@@ -188,23 +196,19 @@ class EvictionStore:
     async def victims_for(self, preemptor: str) -> dict[str, frozenset[str]]:
         """The victims recent answers offered the pod with uid ``preemptor``, by node (unreadable
         entries left out): kube-scheduler may have evicted those of the node it picked."""
-        raw: dict[Any, Any] = await self.redis.hgetall(self.preemptor_key(preemptor))
-        out: dict[str, frozenset[str]] = {}
-        for node, value in raw.items():
-            try:
-                out[node.decode() if isinstance(node, bytes) else str(node)] = _uids(orjson.loads(value))
-            except (orjson.JSONDecodeError, TypeError):
-                continue
-        return out
+        return _answers(await self.redis.hgetall(self.preemptor_key(preemptor)))
 
-    async def preempting(self) -> tuple[frozenset[str], frozenset[str]]:
-        """The uids marked by ``mark_preempting`` whose mark has not ended: (being evicted, offered)."""
+    async def preempting(self, preemptor: str = "") -> Preempting:
+        """The uids marked by ``mark_preempting`` whose mark has not ended, and with ``preemptor`` (a
+        pod's uid) that pod's answers as ``victims_for`` gives them: one round trip for the preempt verb."""
         now = int(time.time() * 1000)
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.zrangebyscore(self.preempting_key, now, "+inf")
             pipe.zrangebyscore(self.offered_key, now, "+inf")
-            evicting, offered = await pipe.execute()
-        return _uids(evicting), _uids(offered)
+            if preemptor:
+                pipe.hgetall(self.preemptor_key(preemptor))
+            replies = await pipe.execute()
+        return Preempting(_uids(replies[0]), _uids(replies[1]), _answers(replies[2]) if preemptor else {})
 
 
 class GangEvictor:
@@ -296,6 +300,16 @@ class GangEvictor:
             gone,
             eviction.node,
         )
+
+
+def _answers(raw: Mapping[Any, Any]) -> dict[str, frozenset[str]]:
+    out: dict[str, frozenset[str]] = {}
+    for node, value in raw.items():
+        try:
+            out[node.decode() if isinstance(node, bytes) else str(node)] = _uids(orjson.loads(value))
+        except (orjson.JSONDecodeError, TypeError):
+            continue
+    return out
 
 
 def _uids(raw: Sequence[Any]) -> frozenset[str]:

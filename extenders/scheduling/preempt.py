@@ -53,8 +53,7 @@ class Preempter:
         try:
             # Victims of answers just given may not be gone from the snapshot yet: kube-scheduler
             # evicts asynchronously, and another preemptor's cycle may come first.
-            evicting, offered = await self.gangs.evictions.preempting()
-            answered = await self.gangs.evictions.victims_for(pod.uid) if pod.uid else {}
+            evicting, offered, answered = await self.gangs.evictions.preempting(pod.uid)
         except (RedisError, OSError) as exc:
             log.warning("preempt answered no candidates: Redis unavailable (%s)", exc)
             return {}

@@ -145,9 +145,9 @@ async def test_victims_marked_as_preempting_read_back_until_their_mark_ends(repl
     await evictions.mark_preempting({"n1": ["o1"], "n2": []}, seconds=0.3)
     await evictions.mark_preempting({"n1": ["o2"], "n2": ["o3"]}, seconds=5)
     marked = await evictions.preempting()
-    assert marked == (frozenset({"u1", "u2", "u3"}), frozenset({"u1", "u2", "o1", "u3", "o2", "o3"}))
+    assert marked == (frozenset({"u1", "u2", "u3"}), frozenset({"u1", "u2", "o1", "u3", "o2", "o3"}), {})
     await asyncio.sleep(0.4)
-    assert await evictions.preempting() == (frozenset({"u3"}), frozenset({"u3", "o2", "o3"}))
+    assert await evictions.preempting() == (frozenset({"u3"}), frozenset({"u3", "o2", "o3"}), {})
     await evictions.mark_preempting({})  # prunes the ended marks
     assert await evictions.redis.zcard(evictions.preempting_key) == 1
     assert await evictions.redis.zcard(evictions.offered_key) == 3
@@ -162,6 +162,7 @@ async def test_each_answer_is_kept_for_its_preemptor_by_node(replicas: Factory) 
     assert await evictions.victims_for("p1") == {"n1": frozenset({"a"}), "n2": frozenset({"c"})}
     assert await evictions.victims_for("p2") == {"n1": frozenset({"d"})}
     assert await evictions.victims_for("p3") == {}
+    assert (await evictions.preempting("p1")).answered == {"n1": frozenset({"a"}), "n2": frozenset({"c"})}
     assert 0 < await evictions.redis.pttl(evictions.preemptor_key("p1")) <= PREEMPTOR_SECONDS * 1000
     await evictions.redis.hset(evictions.preemptor_key("p2"), "n9", b"not json")
     assert await evictions.victims_for("p2") == {"n1": frozenset({"d"})}
