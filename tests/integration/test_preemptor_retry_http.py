@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
+from devstack.kube import wait_for
 from devstack.metrics import samples_by
 from extenders.scheduling.preempt import REPEAT_WAIT_SECONDS
 from tests.fake_kube.client import make_node, make_pod
@@ -28,7 +29,7 @@ from tests.plugins.servers import ServerProcess
 pytestmark = pytest.mark.integration
 
 Json = dict[str, Any]
-WAIT_SECONDS = 1.0
+WAIT_SECONDS = 3.0  # the server's wait for a preemptor's victims; the test deletes b within it
 
 
 class Cluster:
@@ -123,7 +124,8 @@ def test_a_preemptor_retried_before_its_victim_is_seen_gone_passes_and_binds_onc
     result: list[str] = []
     binding = threading.Thread(target=lambda: result.append(cluster.bind("urgent", "n2")))
     binding.start()
-    time.sleep(WAIT_SECONDS / 4)
+    # b goes only once the bind waits for it: on a loaded machine the call could arrive after that.
+    wait_for(lambda: "victims on n2 to go" in cluster.server.log(), WAIT_SECONDS, "the bind waiting for b")
     assert binding.is_alive()
     cluster.kube.client.delete("Pod", "b", grace_period=0)
     binding.join(timeout=10)
