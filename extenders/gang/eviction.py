@@ -60,7 +60,7 @@ PREEMPTOR_SECONDS = 300.0
 @dataclass(frozen=True, slots=True)
 class GangEviction:
     """A gang that goes whole with the members kube-scheduler evicts on ``node``: once those are
-    gone, the extender evicts ``members`` (the gang's members on other nodes)."""
+    gone, the extender evicts ``members`` (the gang's members on other nodes); see ``left``."""
 
     gang: str
     node: str
@@ -159,7 +159,7 @@ class EvictionStore:
         return out
 
     async def going_whole(self, gang: str, snapshot: Snapshot) -> GangEviction | None:
-        """A record by which ``gang`` goes whole as ``snapshot`` stands (its trigger taken), if any."""
+        """A record by which ``gang`` goes whole as ``snapshot`` stands (its ``left`` not None), if any."""
         for eviction, _until in await self.pending():
             if eviction.gang == gang and eviction.left(snapshot) is not None:
                 return eviction
@@ -212,7 +212,7 @@ class EvictionStore:
 
 
 class GangEvictor:
-    """The watch leader's loop: evicts the rest of each recorded gang once its trigger has gone."""
+    """The watch leader's loop: evicts the rest of each recorded gang once it is below its minimum."""
 
     def __init__(
         self,

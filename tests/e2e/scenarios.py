@@ -118,12 +118,23 @@ class ScenarioCluster:
     def extender_events(self) -> dict[tuple[str, str], set[str]]:
         """``{(kind, name): {reason, ...}}`` of the Events our replicas wrote in the namespace."""
         out: dict[tuple[str, str], set[str]] = {}
-        for event in self.kube.events(self.namespace):
-            if (event.get("source") or {}).get("component") != "kube-gang-extender":
-                continue
+        for event in self._extender_events():
             involved = event["involvedObject"]
             out.setdefault((involved["kind"], involved["name"]), set()).add(event["reason"])
         return out
+
+    def extender_messages(self, kind: str, name: str, reason: str) -> list[str]:
+        """The messages of our replicas' Events of ``reason`` on one object."""
+        out: list[str] = []
+        for event in self._extender_events():
+            involved = event["involvedObject"]
+            if (involved["kind"], involved["name"], event["reason"]) == (kind, name, reason):
+                out.append(str(event.get("message", "")))
+        return out
+
+    def _extender_events(self) -> list[dict[str, Any]]:
+        events = self.kube.events(self.namespace)
+        return [e for e in events if (e.get("source") or {}).get("component") == "kube-gang-extender"]
 
     def cleanup(self) -> None:
         self.kube.delete_namespace_pods(self.namespace)

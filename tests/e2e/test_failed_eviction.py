@@ -139,15 +139,8 @@ def test_a_gang_whose_victim_kube_scheduler_failed_to_evict_still_goes_whole(clu
         assert (placed["q0"], placed["q1"]) == (first, second)
         assert existing(cluster, "v") == [], cluster.placement()
 
-    def evicted_by_us() -> list[str]:
-        return [
-            str(event.get("message", ""))
-            for event in cluster.kube.events(cluster.namespace)
-            if (event.get("source") or {}).get("component") == "kube-gang-extender"
-            and event["involvedObject"]["name"] == "v-0"
-            and event["reason"] == "Preempted"
-        ]
-
-    messages = wait_for(evicted_by_us, 30, "the extender's Preempted Event on v-0")
+    messages = wait_for(
+        lambda: cluster.extender_messages("Pod", "v-0", "Preempted"), 30, "the extender's Preempted Event on v-0"
+    )
     # The record of q0's answer took it (had q1's preemption recorded one, it would name q1).
     assert any(f"pod {cluster.namespace}/q0" in m for m in messages), messages
