@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +28,13 @@ _PR_SET_PDEATHSIG = 1  # from <sys/prctl.h>
 
 class EmbeddedRedisError(RuntimeError):
     pass
+
+
+class _PortTaken(Exception):
+    """redis-server could not bind its port: another process took it after free_port() found it free."""
+
+
+_BIND_ATTEMPTS = 3
 
 
 def die_with_parent() -> None:
@@ -111,6 +119,7 @@ class EmbeddedRedis:
 
     def __init__(self, port: int | None = None) -> None:
         self.port = port or free_port()
+        self._port_chosen = port is None  # a port picked here may be taken before redis-server binds it
         self._proc: subprocess.Popen[bytes] | None = None
         self._dir: tempfile.TemporaryDirectory[str] | None = None
 
@@ -121,6 +130,20 @@ class EmbeddedRedis:
     def start(self, timeout: float = 10.0) -> EmbeddedRedis:
         binary = find_redis_server()
         self._dir = tempfile.TemporaryDirectory(prefix="extender-redis-")
+        attempts_left = _BIND_ATTEMPTS if self._port_chosen else 1
+        while True:
+            attempts_left -= 1
+            try:
+                return self._run(binary, timeout)
+            except _PortTaken as exc:
+                if attempts_left == 0:
+                    self.stop()
+                    raise EmbeddedRedisError(f"redis-server exited at start: {exc}") from None
+            self.port = free_port()
+
+    def _run(self, binary: str, timeout: float) -> EmbeddedRedis:
+        assert self._dir is not None
+        log = Path(self._dir.name) / "redis.log"
         args = [
             binary,
             "--port",
@@ -139,15 +162,22 @@ class EmbeddedRedis:
             "yes",
             "--loglevel",
             "warning",
+            "--logfile",
+            str(log),
         ]
         self._proc = subprocess.Popen(
-            args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=die_with_parent
+            args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=die_with_parent
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
-                err = self._proc.stderr.read().decode(errors="replace") if self._proc.stderr else ""
-                raise EmbeddedRedisError(f"redis-server exited at start: {err.strip()}")
+                # Its last lines say why; the first ones are its banner.
+                err = " / ".join(log.read_text(errors="replace").splitlines()[-2:]) if log.exists() else ""
+                self._proc = None
+                if "Address already in use" in err:
+                    raise _PortTaken(err)
+                self.stop()
+                raise EmbeddedRedisError(f"redis-server exited at start: {err}")
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as s:
                     s.sendall(b"PING\r\n")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Iterator
 
 import httpx
 import pytest
 
+from app.serving.logging_config import CHATTY_LOGGERS
 from tests.plugins.servers import ServerProcess
 
 
@@ -31,3 +33,19 @@ def server(redis_url: str) -> Iterator[ServerProcess]:
 def http(server: ServerProcess) -> Iterator[httpx.Client]:
     with httpx.Client(base_url=server.url, timeout=10.0) as client:
         yield client
+
+
+@pytest.fixture
+def restore_logging() -> Iterator[None]:
+    """Undo configure_logging: it replaces the root's handlers (pytest's capture among them) and level,
+    which would leave later tests in this worker printing every DEBUG line of the HTTP clients."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    for handler in handlers:
+        root.addHandler(handler)
+    root.setLevel(level)
+    for name in CHATTY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.NOTSET)

@@ -57,18 +57,14 @@ def test_version() -> None:
     assert done.stdout.startswith("python -m app ") and done.stdout.split()[-1][0].isdigit()
 
 
-def test_api_client_requests_are_logged_only_at_debug() -> None:
+def test_api_client_requests_are_logged_only_at_debug(restore_logging: None) -> None:
     from app.serving.logging_config import configure_logging
 
     httpx_log = logging.getLogger("httpx")
-    try:
-        configure_logging("info")
-        assert not httpx_log.isEnabledFor(logging.INFO) and httpx_log.isEnabledFor(logging.WARNING)
-        configure_logging("debug")
-        assert httpx_log.isEnabledFor(logging.DEBUG)
-    finally:
-        for name in ("httpx", "httpcore", "aiohttp.access"):
-            logging.getLogger(name).setLevel(logging.NOTSET)
+    configure_logging("info")
+    assert not httpx_log.isEnabledFor(logging.INFO) and httpx_log.isEnabledFor(logging.WARNING)
+    configure_logging("debug")
+    assert httpx_log.isEnabledFor(logging.DEBUG)
 
 
 def test_the_readme_documents_every_setting() -> None:

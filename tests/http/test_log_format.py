@@ -3,27 +3,12 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 
 import orjson
 import pytest
 
 from app.serving.logging_config import configure_logging
 from extenders.logs import log_fields
-
-
-@pytest.fixture
-def restore_logging() -> Iterator[None]:
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    yield
-    for handler in list(root.handlers):
-        root.removeHandler(handler)
-    for handler in handlers:
-        root.addHandler(handler)
-    root.setLevel(level)
-    for name in ("httpx", "httpcore", "aiohttp.access"):
-        logging.getLogger(name).setLevel(logging.NOTSET)
 
 
 def _lines(err: str) -> list[dict[str, object]]:
