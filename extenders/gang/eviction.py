@@ -15,8 +15,10 @@ victim's deletion is seen. The preempt verb therefore marks the victims of an an
 (``mark_preempting``): the next decisions take them as leaving, so a gang two preemptions break
 together is seen broken by the second, which records nothing more. The evictor itself counts only what
 the snapshot says, so a mark that turns out wrong (kube-scheduler's own checks refused the node) evicts
-nothing; and when kube-scheduler's eviction of a marked trigger failed while the second preemption took
-the gang's other members, the first record evicts its trigger too, so no part of the gang is left.
+nothing. A decision that counts a gang broken only because of such marks says so on the records of the
+marked members (``relied``): when kube-scheduler's eviction of a marked trigger failed while that second
+preemption took the gang's other members, the record evicts its trigger too, so no part of the gang is
+left.
 
 Each answer is also kept for its preemptor (``victims_for``): kube-scheduler retries a preemptor once
 its own informer sees the victims go, which can be before the snapshot does, and the preemptor's filter
@@ -68,25 +70,33 @@ class GangEviction:
     trigger: tuple[str, ...]  # uids of the gang's victims on ``node``
     members: tuple[PodRef, ...]
     minimum: int = 1  # the gang's minimum: fewer of ``members`` left than this, and they are evicted
+    # A later preemption counted the gang broken only because this record's trigger was leaving (not
+    # stored in the record: read beside it, see EvictionStore.rely).
+    relied: bool = False
 
     @property
     def field(self) -> str:
-        return f"{self.gang}|{self.node}"
+        return eviction_field(self.gang, self.node)
 
     def left(self, snapshot: Snapshot) -> list[PodRef] | None:
         """The members still to evict once the gang is below its minimum; None while it may survive.
 
         Normally kube-scheduler has taken the trigger. But when its eviction of the trigger failed and a
-        later preemption, counting on this record, took members elsewhere instead, the trigger goes
-        too: the snapshot cannot tell a member that finished from one taken, and the gang was chosen to
-        go whole anyway."""
+        later preemption that relied on this record took members elsewhere instead, the trigger goes
+        too. Without that reliance, members elsewhere that went finished or were taken for reasons of
+        their own, and the trigger is left alone."""
         left = [m for m in self.members if not _gone(snapshot, m[0])]
         if any(_gone(snapshot, uid) for uid in self.trigger):
             return left if len(left) < self.minimum else None
-        if len(left) == len(self.members):
+        if not self.relied or len(left) == len(self.members):
             return None
         here = [(uid, pod.key) for uid in self.trigger if (pod := snapshot.find_pod(uid)) is not None]
         return [*here, *left] if len(here) + len(left) < self.minimum else None
+
+
+def eviction_field(gang: str, node: str) -> str:
+    """The field of a gang's record for ``node`` (and of the mark that a decision relied on it)."""
+    return f"{gang}|{node}"
 
 
 class Preempting(NamedTuple):
@@ -99,52 +109,72 @@ class Preempting(NamedTuple):
 
 class EvictionStore:
     """The recorded gang evictions in Redis: one hash, ``gang|node`` -> record with its deadline (epoch
-    ms); and the victims of recent answers, a sorted set of uids scored by when their mark ends."""
+    ms), and one of the records later decisions relied on, ``gang|node`` -> deadline; and the victims of
+    recent answers, a sorted set of uids scored by when their mark ends."""
 
     def __init__(self, redis: aredis.Redis, prefix: str) -> None:
         self.redis = redis
         self.prefix = prefix
         self.key = f"{prefix}:gangevict"
+        self.relied_key = f"{prefix}:gangevictrelied"
         self.preempting_key = f"{prefix}:preempting"
         self.offered_key = f"{prefix}:preemptoffered"
 
-    async def record(self, evictions: Sequence[GangEviction], seconds: float = RECORD_SECONDS) -> None:
+    async def record(
+        self, evictions: Sequence[GangEviction], relied: Sequence[str] = (), seconds: float = RECORD_SECONDS
+    ) -> None:
+        """Write ``evictions``, and mark the records ``relied`` names (fields) as relied on, together."""
         until = int((time.time() + seconds) * 1000)
-        await self.redis.hset(
-            self.key,
-            mapping={
-                e.field: orjson.dumps(
-                    {
-                        "gang": e.gang,
-                        "node": e.node,
-                        "by": e.preemptor,
-                        "trigger": e.trigger,
-                        "members": e.members,
-                        "min": e.minimum,
-                        "until": until,
-                    }
+        async with self.redis.pipeline(transaction=True) as pipe:
+            if evictions:
+                pipe.hset(
+                    self.key,
+                    mapping={
+                        e.field: orjson.dumps(
+                            {
+                                "gang": e.gang,
+                                "node": e.node,
+                                "by": e.preemptor,
+                                "trigger": e.trigger,
+                                "members": e.members,
+                                "min": e.minimum,
+                                "until": until,
+                            }
+                        )
+                        for e in evictions
+                    },
                 )
-                for e in evictions
-            },
-        )
+            if relied:
+                pipe.hset(self.relied_key, mapping=dict.fromkeys(relied, until))
+            await pipe.execute()
 
     async def pending(self, tidy: bool = False) -> list[tuple[GangEviction, int]]:
         """Every readable record with its deadline. ``tidy`` (the watch leader's pass): unreadable
-        records are dropped, and records written per gang, before they were kept per node, are moved
-        under their node's field; without it this only reads, as gang filters and binds call it."""
+        records and ended reliance marks are dropped, and records written per gang, before they were
+        kept per node, are moved under their node's field; without it this only reads, as gang filters
+        and binds call it."""
         out: list[tuple[GangEviction, int]] = []
-        raw: dict[Any, Any] = await self.redis.hgetall(self.key)
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.hgetall(self.key)
+            pipe.hgetall(self.relied_key)
+            raw, relied_raw = await pipe.execute()
+        now = int(time.time() * 1000)
+        relied = {_text(f) for f, until in relied_raw.items() if int(until) >= now}
+        if tidy and len(relied) < len(relied_raw):
+            await self.redis.hdel(self.relied_key, *(f for f in relied_raw if _text(f) not in relied))
         for field_, value in raw.items():
-            name = field_.decode() if isinstance(field_, bytes) else str(field_)
+            name = _text(field_)
             try:
                 doc = orjson.loads(value)
+                gang, node = str(doc.get("gang") or name.partition("|")[0]), str(doc["node"])
                 eviction = GangEviction(
-                    str(doc.get("gang") or name.partition("|")[0]),
-                    str(doc["node"]),
+                    gang,
+                    node,
                     str(doc["by"]),
                     tuple(str(u) for u in doc["trigger"]),
                     tuple((str(uid), str(ref)) for uid, ref in doc["members"]),
                     int(doc.get("min") or 1),
+                    eviction_field(gang, node) in relied,
                 )
                 until = int(doc["until"])
             except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
@@ -167,7 +197,10 @@ class EvictionStore:
 
     async def done(self, *fields: str) -> None:
         if fields:
-            await self.redis.hdel(self.key, *fields)
+            async with self.redis.pipeline(transaction=True) as pipe:
+                pipe.hdel(self.key, *fields)
+                pipe.hdel(self.relied_key, *fields)
+                await pipe.execute()
 
     async def mark_preempting(
         self, nodes: Mapping[str, Sequence[str]], *, preemptor: str = "", seconds: float = PREEMPTING_SECONDS
@@ -306,14 +339,18 @@ def _answers(raw: Mapping[Any, Any]) -> dict[str, frozenset[str]]:
     out: dict[str, frozenset[str]] = {}
     for node, value in raw.items():
         try:
-            out[node.decode() if isinstance(node, bytes) else str(node)] = _uids(orjson.loads(value))
+            out[_text(node)] = _uids(orjson.loads(value))
         except (orjson.JSONDecodeError, TypeError):
             continue
     return out
 
 
 def _uids(raw: Sequence[Any]) -> frozenset[str]:
-    return frozenset(u.decode() if isinstance(u, bytes) else str(u) for u in raw)
+    return frozenset(_text(u) for u in raw)
+
+
+def _text(raw: Any) -> str:
+    return raw.decode() if isinstance(raw, bytes) else str(raw)
 
 
 def _gone(snapshot: Snapshot, uid: str) -> bool:

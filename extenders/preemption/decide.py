@@ -36,6 +36,8 @@ class Preemption:
     # The candidate where the preemptor fits once victims already deleted are gone: then no node is
     # answered (see ``NodeSelector``).
     freed: str = ""
+    # Earlier gang evictions (their fields) the answered nodes rely on: see ``GangRules.relied``.
+    relied: list[str] = field(default_factory=list)
 
 
 def process_preemption(
@@ -91,4 +93,5 @@ def process_preemption(
             len(eviction.members),
         )
     nodes = {name: MetaVictims(d.uids, d.num_pdb_violations) for name, d in decisions.items()}
-    return Preemption(nodes, evictions)
+    relied = sorted({f for name in decisions for f in rules.relied.get(name, ())})
+    return Preemption(nodes, evictions, relied=relied)

@@ -9,6 +9,9 @@ go through these rules:
   kube-scheduler has evicted the ones here (``GangEviction``). Members that recent answers offered as
   victims on other nodes count as leaving for this (kube-scheduler may have picked those nodes). A
   gang with a member of the preemptor's priority or higher cannot go whole, and neither can the node.
+  A gang found broken only because an earlier answer's victims there are marked as being evicted is
+  not recorded again; the answer relies on the earlier record instead (``GangRules.relied``), so that
+  record takes its trigger too should kube-scheduler's eviction of it have failed.
 - A gang still assembling is not a victim: a member held at bind may be permitted, its siblings
   bound, between the answer and kube-scheduler's eviction. The node is dropped; once the gang is
   bound whole (or its window closes) the next attempt decides.
@@ -28,10 +31,11 @@ import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from extenders.gang.eviction import GangEviction
+from extenders.gang.eviction import GangEviction, eviction_field
 from extenders.gang.membership import GangOf
 from extenders.model import PodInfo
 from extenders.pdb import is_leaving, split_by_pdb_violation
+from extenders.preemption.inflight import MARKED
 from extenders.preemption.victims import Decision, NodeSelector, drop, importance_key
 from extenders.snapshot import Snapshot
 
@@ -53,26 +57,36 @@ class _Whole:
 
 
 class GangPlacement:
-    """Each gang's live placed members in one snapshot (bound or reserved), counted on first need."""
+    """Each gang's live placed members in one snapshot (bound or reserved), counted on first need; and
+    its members that count as leaving only because an earlier answer marked them (``with_leaving``)."""
 
     def __init__(self, snapshot: Snapshot, gang_of: GangOf) -> None:
         self.snapshot = snapshot
         self.gang_of = gang_of
         self._placed: dict[str, list[PodInfo]] | None = None
+        self._marked: dict[str, list[PodInfo]] = {}
 
     def gangs(self) -> dict[str, list[PodInfo]]:
         if self._placed is None:
             placed: dict[str, list[PodInfo]] = {}
             for info in self.snapshot.nodes.values():
                 for pod in info.pods.values():
-                    ref = None if is_leaving(pod) else self.gang_of(pod)
-                    if ref is not None:
+                    ref = self.gang_of(pod)
+                    if ref is None:
+                        continue
+                    if not is_leaving(pod):
                         placed.setdefault(ref[0], []).append(pod)
+                    elif pod.deletion_timestamp == MARKED:
+                        self._marked.setdefault(ref[0], []).append(pod)
             self._placed = placed
         return self._placed
 
     def placed(self, gang: str) -> list[PodInfo]:
         return self.gangs().get(gang, [])
+
+    def marked(self, gang: str) -> list[PodInfo]:
+        self.gangs()
+        return self._marked.get(gang, [])
 
 
 class GangRules:
@@ -84,6 +98,9 @@ class GangRules:
         self.snapshot = selector.snapshot
         self.gang_of = gang_of
         self.placement = GangPlacement(self.snapshot, gang_of)
+        # Per candidate: the records (fields) of gangs its victims find broken only because earlier
+        # answers' marked members are leaving; the answer relies on those members going.
+        self.relied: dict[str, set[str]] = {}
 
     # --- the preemptor's own gang ---------------------------------------------------------------
 
@@ -212,8 +229,14 @@ class GangRules:
                 why = f"gang {gang} is assembling: members held at bind may be permitted before the victims go"
                 drop(self.preemptor, decision.node, RULE_GANG_ASSEMBLING, why)
                 return None
-            if len(placed) < minimum[gang] or len(placed) - len(gone) - maybe >= minimum[gang]:
-                continue  # broken already, or still whole enough without them
+            if len(placed) < minimum[gang]:  # broken already
+                marked = self.placement.marked(gang)
+                if len(placed) + len(marked) >= minimum[gang]:  # but only by members marked as leaving
+                    relied = self.relied.setdefault(decision.node, set())
+                    relied.update(eviction_field(gang, p.node_name) for p in marked)
+                continue
+            if len(placed) - len(gone) - maybe >= minimum[gang]:
+                continue  # still whole enough without them
             rest = [p for p in placed if p.uid not in taken]
             if any(p.priority >= self.preemptor.priority for p in rest):
                 why = f"gang {gang} would have to go whole, and it has a member of this priority or higher"

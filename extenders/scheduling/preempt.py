@@ -87,12 +87,12 @@ class Preempter:
             return {}
         if result.freed:
             self.telemetry.preemptor_retries.labels("already_freed").inc()
-        if result.gang_evictions:
+        if result.gang_evictions or result.relied:
             try:
-                await self.gangs.evictions.record(result.gang_evictions)
+                await self.gangs.evictions.record(result.gang_evictions, result.relied)
             except (RedisError, OSError) as exc:
                 # Unrecorded, the gang's members elsewhere would stay: that gang would be left half alive.
-                log.warning("preempt %s: no candidate: its gang eviction was not recorded (%s)", pod.key, exc)
+                log.warning("preempt %s: no candidate: its gang evictions were not recorded (%s)", pod.key, exc)
                 return {}
         # Any answered victim may be evicted, and found missing when kube-scheduler retries with it
         # (see NodeSelector); with one node, kube-scheduler can only pick it.

@@ -90,19 +90,53 @@ async def test_a_trigger_kube_scheduler_failed_to_evict_goes_once_another_preemp
 ) -> None:
     # Gang a (min 2 of 3), one member already preempted. A preemptor's answer takes a-2 on n2 and
     # records a-0 to follow; kube-scheduler's eviction of a-2 fails. A second preemptor, counting a-2
-    # as leaving, takes a-0 on n0 and records nothing. a-2 alone is left: the first record takes it.
+    # as leaving, takes a-0 on n0, records nothing and relies on the first record. a-2 alone is left:
+    # the first record takes it.
     r0, kube, pods = await gang_a(replicas, 3, 2, ["n0", "n1", "n2"])
     store = r0.runtime.store
     await apply(store, [Op.pod(bound_copy(p, f"n{i}")) for i, p in enumerate(pods)])
     await apply(store, [Op.delete_pod("a-1")])
     gangs = r0.gangs
     assert gangs.evictor is not None
-    await gangs.evictions.record([eviction("a-2", "a-0", node="n2", minimum=2)])
+    first = eviction("a-2", "a-0", node="n2", minimum=2)
+    await gangs.evictions.record([first])
     assert await gangs.evictor.evict_due() == []
+    await gangs.evictions.record([], relied=[first.field])
+    assert [e.relied for e, _ in await gangs.evictions.pending()] == [True]
     await apply(store, [Op.delete_pod("a-0")])
     assert await gangs.evictor.evict_due() == ["default/a"]
     assert kube.preempted == ["default/a-2"]
     assert await gangs.evictions.pending() == []
+    assert await gangs.evictions.redis.hlen(gangs.evictions.relied_key) == 0
+
+
+async def test_a_trigger_left_alone_when_members_elsewhere_went_for_no_preemption_relying_on_it(
+    replicas: Factory,
+) -> None:
+    # As above, but a-0 finished on its own and no later answer relied on the record: a-2's eviction is
+    # kube-scheduler's to make or not, and the record expires without evicting anything.
+    r0, kube, pods = await gang_a(replicas, 3, 2, ["n0", "n1", "n2"])
+    store = r0.runtime.store
+    await apply(store, [Op.pod(bound_copy(p, f"n{i}")) for i, p in enumerate(pods)])
+    await apply(store, [Op.delete_pod("a-1")])
+    gangs = r0.gangs
+    assert gangs.evictor is not None
+    await gangs.evictions.record([eviction("a-2", "a-0", node="n2", minimum=2)], seconds=0.5)
+    await apply(store, [Op.delete_pod("a-0")])
+    assert await gangs.evictor.evict_due() == []
+    await asyncio.sleep(0.6)
+    assert await gangs.evictor.evict_due() == []
+    assert kube.preempted == [] and await gangs.evictions.pending() == []
+
+
+async def test_a_reliance_mark_that_names_no_record_ends_with_its_deadline(replicas: Factory) -> None:
+    (r0,) = await replicas(1)
+    evictions = r0.gangs.evictions
+    await evictions.record([], relied=["default/a|n1"], seconds=0.2)
+    await evictions.record([], relied=["default/b|n1"], seconds=30)
+    await asyncio.sleep(0.3)
+    assert await evictions.pending(tidy=True) == []
+    assert await evictions.redis.hkeys(evictions.relied_key) == [b"default/b|n1"]
 
 
 async def test_a_gang_taken_whole_places_no_more_members_and_those_placed_since_go_with_it(

@@ -66,6 +66,27 @@ def test_a_victim_another_preemption_is_evicting_counts_as_gone_so_the_gang_is_s
     assert sorted(uid for uid, _ in eviction.members) == ["uid-a-3", "uid-a-4"]
 
 
+def test_a_gang_broken_only_by_a_member_being_evicted_relies_on_that_members_record() -> None:
+    # Gang a (min 2): a-1 on n1, a-2 on n2. An earlier answer took a-1 on n1 (the gang whole: a record
+    # a|n1 with a-2 to follow) and kube-scheduler is evicting it. Taking a-2 now records nothing new,
+    # but the answer relies on a-1 going: the record a|n1 is named, so it takes a-1 should that fail.
+    nodes = [node("n1", cpu="8", gpu=1), node("n2", cpu="8", gpu=1)]
+    pods = [gang_pod("a-1", "n1", "a", 2), gang_pod("a-2", "n2", "a", 2)]
+    snap = snapshot(nodes, pods)
+    seen = preempt(PREEMPTOR, {"n2": ["uid-a-2"]}, with_leaving(snap, {"uid-a-1"}))
+    assert names(seen.nodes) == {"n2": (["a-2"], 0)}
+    assert seen.gang_evictions == [] and seen.relied == ["default/a|n1"]
+    # Seen without the mark, the gang goes whole by this answer's own record and relies on nothing.
+    blind = preempt(PREEMPTOR, {"n2": ["uid-a-2"]}, snap)
+    assert [(e.node, e.trigger) for e in blind.gang_evictions] == [("n2", ("uid-a-2",))] and blind.relied == []
+    # a-1 really deleted (not only marked): broken by that, nothing to rely on.
+    deleted = snapshot(
+        nodes, [dict(pods[0], metadata={**pods[0]["metadata"], "deletionTimestamp": "2026-11-29T00:00:00Z"}), pods[1]]
+    )
+    gone = preempt(PREEMPTOR, {"n2": ["uid-a-2"]}, deleted)
+    assert gone.gang_evictions == [] and gone.relied == []
+
+
 def test_a_member_an_earlier_answer_offered_elsewhere_counts_as_maybe_gone() -> None:
     # Gang a (min 4) has five members, one per node; a plain pod holds n6. A first preemptor was answered
     # n1 (a-1) and n6 (plain): kube-scheduler picked one, unknown to us, and evicts after its cycle.
