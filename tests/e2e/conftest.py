@@ -26,7 +26,7 @@ from devstack.kube import Kube, install_podgroup_crd, priority_class, wait_for
 from devstack.releases import Release
 from devstack.stack import Stack
 from tests.e2e.scenarios import ScenarioCluster, Target
-from tests.plugins.e2e_tier import missing_message, selected
+from tests.plugins.e2e_tier import missing_message, selected, since_order
 
 # Gang timing for the tier: the defaults, with a leader lease short enough for the kill test.
 GANG_ENV = {"EXTENDER_GANG_ARRIVAL_LEASE_SECONDS": "3"}
@@ -39,8 +39,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     chosen = [r for r in selected(metafunc.config) if everywhere or r.whole_tier]
     since = metafunc.definition.get_closest_marker("since")
     if since is not None:  # needs an API older releases do not serve
-        oldest = Release(str(since.args[0]) + ".0").order
-        chosen = [r for r in chosen if r.order >= oldest]
+        oldest = since_order(since.args)
+        chosen = [r for r in chosen if r.order[:2] >= oldest]
     metafunc.parametrize("kube_release", chosen, ids=[r.version for r in chosen], indirect=True, scope="session")
 
 

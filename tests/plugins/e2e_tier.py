@@ -52,6 +52,15 @@ def selected(config: pytest.Config) -> list[Release]:
     return releases.only(releases.select(os.environ.get("KUBE_VERSIONS")), config.getoption("kube_release"))
 
 
+def since_order(args: tuple[object, ...]) -> tuple[int, int]:
+    """The (major, minor) a ``since`` marker names; a clear error for anything but one "MAJOR.MINOR"."""
+    text = args[0] if len(args) == 1 and isinstance(args[0], str) else ""  # a float 1.30 would read as 1.3
+    major, _, minor = text.partition(".")
+    if not (major.isdigit() and minor.isdigit()):
+        raise pytest.UsageError(f'the since marker takes one release as "MAJOR.MINOR" (since("1.30")), not {args!r}')
+    return int(major), int(minor)
+
+
 def missing_message(release: Release) -> str | None:
     """None when ``release`` can run here, else what is missing."""
     unavailable = releases.why_unavailable(release)

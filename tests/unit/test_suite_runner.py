@@ -183,3 +183,10 @@ def test_the_summary_lines_of_xdist_workers_reach_the_controller_once(monkeypatc
 
     assert e2e_tier._builds.log == ["built v1.34.4 in 1717 s"]
     assert e2e_tier._reported == ["shared line", "figure a", "figure b"]
+
+
+def test_the_since_marker_takes_one_major_minor_and_says_so_otherwise() -> None:
+    assert e2e_tier.since_order(("1.30",)) == (1, 30)
+    for bad in (("1.30.1",), ("v1.30",), (1.3,), ("1.30", "1.31"), ()):
+        with pytest.raises(pytest.UsageError, match="since marker takes one release"):
+            e2e_tier.since_order(bad)
