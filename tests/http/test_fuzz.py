@@ -37,7 +37,9 @@ from tests.fake_kube.client import make_pod
 from tests.gang_support import gpu_node, member, seed
 from tests.plugins.servers import ServerProcess
 
-pytestmark = pytest.mark.integration
+# About 40 s idle; the whole suite runs it beside three control planes on two cores, where the same
+# cases took four times as long and the default 180 s (setup included) was not enough.
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
 Case = schemathesis.Case[Any]
 
