@@ -94,4 +94,10 @@ def process_preemption(
         )
     nodes = {name: MetaVictims(d.uids, d.num_pdb_violations) for name, d in decisions.items()}
     relied = sorted({f for name in decisions for f in rules.relied.get(name, ())})
+    if relied:
+        log.info(
+            "preempt %s: relies on the gang eviction(s) %s: their members it counts as leaving are still being evicted",
+            preemptor.key,
+            ", ".join(relied),
+        )
     return Preemption(nodes, evictions, relied=relied)

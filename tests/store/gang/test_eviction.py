@@ -8,9 +8,10 @@ from typing import Any
 
 import orjson
 
-from extenders.gang.eviction import PREEMPTOR_SECONDS, GangEviction
+from extenders.gang.eviction import PREEMPTOR_SECONDS, RECORD_SECONDS, GangEviction
+from extenders.gang.service import GangService
 from extenders.sync.convert import pod_info
-from extenders.sync.store import Op
+from extenders.sync.store import Op, Store
 from tests.gang_support import RecordingKube, apply, bound_copy, gpu_node, member
 from tests.store.gang.replicas import Factory, Replica, kube_of, setup, target
 
@@ -32,6 +33,20 @@ async def gang_a(
     for pod in pods:
         kube.add(pod)
     return r0, kube, pods
+
+
+async def a_2_recorded_to_take_a_0(
+    replicas: Factory, seconds: float = RECORD_SECONDS
+) -> tuple[GangService, RecordingKube, Store, GangEviction]:
+    """Gang a (minimum 2 of 3) bound one member per node n0..n2, a-1 since preempted; a preemptor's
+    answer took a-2 on n2, its record naming a-0 to follow."""
+    r0, kube, pods = await gang_a(replicas, 3, 2, ["n0", "n1", "n2"])
+    store = r0.runtime.store
+    await apply(store, [Op.pod(bound_copy(p, f"n{i}")) for i, p in enumerate(pods)])
+    await apply(store, [Op.delete_pod("a-1")])
+    record = eviction("a-2", "a-0", node="n2", minimum=2)
+    await r0.gangs.evictions.record([record], seconds=seconds)
+    return r0.gangs, kube, store, record
 
 
 async def test_the_rest_of_a_gang_goes_once_kube_scheduler_evicted_its_victim(replicas: Factory) -> None:
@@ -92,14 +107,8 @@ async def test_a_trigger_kube_scheduler_failed_to_evict_goes_once_another_preemp
     # records a-0 to follow; kube-scheduler's eviction of a-2 fails. A second preemptor, counting a-2
     # as leaving, takes a-0 on n0, records nothing and relies on the first record. a-2 alone is left:
     # the first record takes it.
-    r0, kube, pods = await gang_a(replicas, 3, 2, ["n0", "n1", "n2"])
-    store = r0.runtime.store
-    await apply(store, [Op.pod(bound_copy(p, f"n{i}")) for i, p in enumerate(pods)])
-    await apply(store, [Op.delete_pod("a-1")])
-    gangs = r0.gangs
+    gangs, kube, store, first = await a_2_recorded_to_take_a_0(replicas)
     assert gangs.evictor is not None
-    first = eviction("a-2", "a-0", node="n2", minimum=2)
-    await gangs.evictions.record([first])
     assert await gangs.evictor.evict_due() == []
     await gangs.evictions.record([], relied=[first.field])
     assert [e.relied for e, _ in await gangs.evictions.pending()] == [True]
@@ -115,13 +124,8 @@ async def test_a_trigger_left_alone_when_members_elsewhere_went_for_no_preemptio
 ) -> None:
     # As above, but a-0 finished on its own and no later answer relied on the record: a-2's eviction is
     # kube-scheduler's to make or not, and the record expires without evicting anything.
-    r0, kube, pods = await gang_a(replicas, 3, 2, ["n0", "n1", "n2"])
-    store = r0.runtime.store
-    await apply(store, [Op.pod(bound_copy(p, f"n{i}")) for i, p in enumerate(pods)])
-    await apply(store, [Op.delete_pod("a-1")])
-    gangs = r0.gangs
+    gangs, kube, store, _ = await a_2_recorded_to_take_a_0(replicas, seconds=0.5)
     assert gangs.evictor is not None
-    await gangs.evictions.record([eviction("a-2", "a-0", node="n2", minimum=2)], seconds=0.5)
     await apply(store, [Op.delete_pod("a-0")])
     assert await gangs.evictor.evict_due() == []
     await asyncio.sleep(0.6)
