@@ -70,8 +70,8 @@ class GangEviction:
     trigger: tuple[str, ...]  # uids of the gang's victims on ``node``
     members: tuple[PodRef, ...]
     minimum: int = 1  # the gang's minimum: fewer of ``members`` left than this, and they are evicted
-    # A later preemption counted the gang broken only because this record's trigger was leaving (not
-    # stored in the record: read beside it, see EvictionStore.rely).
+    # A later preemption counted the gang broken only because this record's trigger was leaving (kept
+    # beside the record, not in it: see EvictionStore.record).
     relied: bool = False
 
     @property
@@ -159,7 +159,7 @@ class EvictionStore:
             pipe.hgetall(self.relied_key)
             raw, relied_raw = await pipe.execute()
         now = int(time.time() * 1000)
-        relied = {_text(f) for f, until in relied_raw.items() if int(until) >= now}
+        relied = {_text(f) for f, until in relied_raw.items() if _deadline(until) >= now}
         if tidy and len(relied) < len(relied_raw):
             await self.redis.hdel(self.relied_key, *(f for f in relied_raw if _text(f) not in relied))
         for field_, value in raw.items():
@@ -351,6 +351,14 @@ def _uids(raw: Sequence[Any]) -> frozenset[str]:
 
 def _text(raw: Any) -> str:
     return raw.decode() if isinstance(raw, bytes) else str(raw)
+
+
+def _deadline(raw: Any) -> int:
+    """A stored deadline in epoch ms; 0 (ended) when unreadable."""
+    try:
+        return int(raw)
+    except (TypeError, ValueError):
+        return 0
 
 
 def _gone(snapshot: Snapshot, uid: str) -> bool:

@@ -71,13 +71,10 @@ class GangPlacement:
             placed: dict[str, list[PodInfo]] = {}
             for info in self.snapshot.nodes.values():
                 for pod in info.pods.values():
-                    ref = self.gang_of(pod)
-                    if ref is None:
-                        continue
-                    if not is_leaving(pod):
-                        placed.setdefault(ref[0], []).append(pod)
-                    elif pod.deletion_timestamp == MARKED:
-                        self._marked.setdefault(ref[0], []).append(pod)
+                    live = not is_leaving(pod)
+                    ref = self.gang_of(pod) if live or pod.deletion_timestamp == MARKED else None
+                    if ref is not None:
+                        (placed if live else self._marked).setdefault(ref[0], []).append(pod)
             self._placed = placed
         return self._placed
 

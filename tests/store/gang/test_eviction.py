@@ -133,11 +133,14 @@ async def test_a_trigger_left_alone_when_members_elsewhere_went_for_no_preemptio
     assert kube.preempted == [] and await gangs.evictions.pending() == []
 
 
-async def test_a_reliance_mark_that_names_no_record_ends_with_its_deadline(replicas: Factory) -> None:
+async def test_a_reliance_mark_that_names_no_record_ends_with_its_deadline_and_an_unreadable_one_at_once(
+    replicas: Factory,
+) -> None:
     (r0,) = await replicas(1)
     evictions = r0.gangs.evictions
     await evictions.record([], relied=["default/a|n1"], seconds=0.2)
     await evictions.record([], relied=["default/b|n1"], seconds=30)
+    await evictions.redis.hset(evictions.relied_key, "default/c|n1", "not a deadline")
     await asyncio.sleep(0.3)
     assert await evictions.pending(tidy=True) == []
     assert await evictions.redis.hkeys(evictions.relied_key) == [b"default/b|n1"]
