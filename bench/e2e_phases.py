@@ -25,10 +25,11 @@ from bench.e2e_measures import (
     replica_counters,
 )
 from bench.e2e_workload import create_all, pod_bodies
-from devstack.controlplane import ControlPlane, KubeScheduler, extender_entries
+from devstack.controlplane import ControlPlane
 from devstack.kube import Kube, wait_for
 from devstack.null_extender import NullExtenderProcess
 from devstack.proc import cpu_seconds
+from devstack.scheduler import KubeScheduler, extender_entries
 from devstack.stack import Stack
 
 

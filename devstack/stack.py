@@ -18,10 +18,11 @@ import yaml
 
 from app.serving.embedded_redis import EmbeddedRedis, free_port
 from devstack.balancer import Balancer
-from devstack.controlplane import ControlPlane, KubeScheduler, extender_entries, running_control_plane
+from devstack.controlplane import ControlPlane, running_control_plane
 from devstack.kube import Kube, wait_for
 from devstack.metrics import sample_total
 from devstack.replica import REPO, ServerProcess
+from devstack.scheduler import KubeScheduler, extender_entries
 from devstack.tls import MutualTLS
 
 

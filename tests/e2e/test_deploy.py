@@ -21,10 +21,11 @@ from typing import Any
 import pytest
 import yaml
 
-from devstack.controlplane import ControlPlane, KubeScheduler
+from devstack.controlplane import ControlPlane
 from devstack.kube import Kube, resources, wait_for
 from devstack.releases import NEWEST
 from devstack.replica import REPO
+from devstack.scheduler import KubeScheduler
 from devstack.stack import Stack
 from devstack.tls import MutualTLS
 from tests.e2e.conftest import StartStack

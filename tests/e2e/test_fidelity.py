@@ -30,9 +30,10 @@ import httpx
 import pytest
 import yaml
 
-from devstack.controlplane import ControlPlane, KubeScheduler, utc_now
+from devstack.controlplane import ControlPlane, utc_now
 from devstack.kube import MERGE, Kube, wait_for
 from devstack.replica import ServerProcess
+from devstack.scheduler import KubeScheduler
 from extenders.policy import DEFAULT_PRIORITIES
 from tests.e2e.fidelity_stream import NodeSpec, gen_nodes, gen_pod
 from tests.e2e.recording_extender import FilterCall, RecordingExtender

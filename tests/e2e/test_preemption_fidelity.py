@@ -35,8 +35,9 @@ from typing import Any
 import httpx
 import pytest
 
-from devstack.controlplane import ControlPlane, KubeScheduler
+from devstack.controlplane import ControlPlane
 from devstack.kube import Kube, KubeError, priority_class, resources, wait_for
+from devstack.scheduler import KubeScheduler
 from devstack.stack import Stack
 from tests.e2e.scenarios import ScenarioCluster, Target
 from tests.plugins.e2e_tier import report
