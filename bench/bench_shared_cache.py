@@ -33,16 +33,13 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.bench_http_filter import (  # noqa: E402
-    incoming_pod,
-    load_cluster,
-    node_object,
     on_redis,
-    pod_specs,
     post,
     stats,
     wait_generation,
     writer_store,
 )
+from bench.http_filter_cluster import incoming_pod, load_cluster, node_object, pod_specs  # noqa: E402
 from devstack.replica import ServerProcess  # noqa: E402
 
 Json = dict[str, Any]
