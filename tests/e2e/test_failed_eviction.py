@@ -20,8 +20,9 @@ from tests.e2e.conftest import Cluster
 from tests.e2e.test_gang_priority import HIGH, LOW, SETTLE_SECONDS, existing, never_partial
 from tests.e2e.test_gangs import legacy
 
-# ValidatingAdmissionPolicy is served as admissionregistration.k8s.io/v1 from 1.30.
-pytestmark = [pytest.mark.e2e, pytest.mark.since("1.30")]
+# ValidatingAdmissionPolicy is served as admissionregistration.k8s.io/v1 from 1.30; every release from
+# there, as kube-scheduler's eviction changed with 1.33 (asynchronous).
+pytestmark = [pytest.mark.e2e, pytest.mark.every_release, pytest.mark.since("1.30")]
 
 POLICIES = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies"
 BINDINGS = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings"
