@@ -1,121 +1,33 @@
-"""The preempt verb's engine: victims that also satisfy the extender, PDBs, leaving pods and gangs.
-
-Snapshots are built from k8s-shaped dicts. UIDs are ``uid-<name>`` so expectations read
-as pod names. The preemptor asks for ``example.com/gpu``, a resource kube-scheduler is
-told to ignore, so only this extender counts it.
+"""The preempt verb's engine: victims that also satisfy the extender, PDBs and leaving pods (the gang
+rules: ``tests/unit/preemption/test_gangs.py``). Snapshots are built from k8s-shaped dicts
+(``tests/unit/preemption/builders.py``).
 """
 
 from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import pytest
 
-from extenders.gang import gang_of_for
-from extenders.model import NodeInfo, PodInfo
+from extenders.model import PodInfo
 from extenders.pdb import DisruptionBudgets, pdb_matches, split_by_pdb_violation
-from extenders.policy import default_policy
-from extenders.preemption import (
-    RULE_GANG_AVOIDABLE,
-    RULE_GANG_NOT_BEST,
-    RULE_UNKNOWN_NODE,
-    RULE_UNKNOWN_VICTIM,
-    MetaVictims,
-    importance_key,
+from extenders.preemption import RULE_UNKNOWN_NODE, RULE_UNKNOWN_VICTIM, importance_key
+from extenders.sync.convert import pdb_info, pod_info
+from tests.unit.preemption.builders import (
+    POLICY,
+    PREEMPTOR,
+    Json,
+    names,
+    node,
+    pdb,
+    pod,
+    process_preemption,
+    snapshot,
+    uids,
 )
-from extenders.preemption import process_preemption as _process_preemption
-from extenders.snapshot import Snapshot
-from extenders.sync.convert import node_facts, pdb_info, pod_info
 from tests.wire_captures import load_capture
-
-GPU = "example.com/gpu"
-POLICY = default_policy()
-Json = dict[str, Any]
-
-
-def process_preemption(
-    policy: Any, preemptor: PodInfo, candidates: dict[str, Any], snap: Snapshot, **kw: Any
-) -> dict[str, MetaVictims]:
-    """The verb as the app calls it: with the gang package's membership rules unless a test says otherwise."""
-    kw.setdefault("gang_of", gang_of_for(snap))
-    return _process_preemption(policy, preemptor, candidates, snap, **kw).nodes
-
-
-# ------------------------------------------------------------------ builders
-def node(name: str, cpu: str = "4", gpu: int = 0, pods: str = "110") -> Json:
-    alloc = {"cpu": cpu, "memory": "8Gi", "pods": pods}
-    if gpu:
-        alloc[GPU] = str(gpu)
-    return {
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-        "status": {"allocatable": alloc, "conditions": [{"type": "Ready", "status": "True"}]},
-    }
-
-
-def pod(
-    name: str,
-    on: str = "",
-    prio: int = 0,
-    cpu: str = "100m",
-    gpu: int = 0,
-    labels: dict[str, str] | None = None,
-    annotations: dict[str, str] | None = None,
-    start: str | None = None,
-    deleting: bool = False,
-    phase: str = "Running",
-    ns: str = "default",
-    policy: str | None = None,
-) -> Json:
-    requests: Json = {"cpu": cpu}
-    if gpu:
-        requests[GPU] = str(gpu)
-    meta: Json = {"name": name, "namespace": ns, "uid": f"uid-{name}", "labels": labels or {}}
-    if annotations:
-        meta["annotations"] = annotations
-    if deleting:
-        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
-    spec: Json = {"containers": [{"name": "c", "resources": {"requests": requests}}], "priority": prio}
-    if on:
-        spec["nodeName"] = on
-    if policy:
-        spec["preemptionPolicy"] = policy
-    status: Json = {"phase": phase if on else "Pending"}
-    if start:
-        status["startTime"] = start
-    return {"metadata": meta, "spec": spec, "status": status}
-
-
-def pdb(name: str, match: dict[str, str] | None, allowed: int, ns: str = "default") -> Json:
-    spec: Json = {"selector": {"matchLabels": match}} if match is not None else {}
-    return {"metadata": {"name": name, "namespace": ns}, "spec": spec, "status": {"disruptionsAllowed": allowed}}
-
-
-def snapshot(nodes: Sequence[Json], pods: Sequence[Json] = (), pdbs: Sequence[Json] = ()) -> Snapshot:
-    infos = [pod_info(p) for p in pods]
-    out = Snapshot(generation=1)
-    for n in nodes:
-        facts = node_facts(n)
-        out.nodes[facts.name] = NodeInfo.build(facts.name, facts, [p for p in infos if p.node_name == facts.name])
-    for p in infos:
-        if not p.node_name:
-            out.pending[p.uid] = p
-    out.objects = {"pdbs": {info.key: info for info in map(pdb_info, pdbs)}}
-    return out
-
-
-def uids(*names: str) -> list[str]:
-    return [f"uid-{n}" for n in names]
-
-
-def names(result: dict[str, MetaVictims]) -> dict[str, tuple[list[str], int]]:
-    return {n: ([u.removeprefix("uid-") for u in m.uids], m.num_pdb_violations) for n, m in result.items()}
-
-
-PREEMPTOR = pod("high", prio=1000, cpu="1", gpu=1)
 
 
 # ------------------------------------------------------------------ table
@@ -390,109 +302,6 @@ def test_unknown_node_is_logged(caplog: pytest.LogCaptureFixture) -> None:
         out = process_preemption(POLICY, pod_info(PREEMPTOR), {"ghost": uids("s")}, snap)
     assert out == {}
     assert "dropped node ghost" in caplog.text and f"rule {RULE_UNKNOWN_NODE}" in caplog.text
-
-
-# ------------------------------------------------------------------ gangs
-def gang_pod(
-    name: str,
-    on: str,
-    gang: str,
-    minimum: int,
-    prio: int = 10,
-    gpu: int = 1,
-    labels_extra: dict[str, str] | None = None,
-    **kw: Any,
-) -> Json:
-    return pod(
-        name,
-        on,
-        prio=prio,
-        gpu=gpu,
-        labels={"scheduling.x-k8s.io/pod-group": gang, **(labels_extra or {})},
-        annotations={"scheduling.x-k8s.io/min-available": str(minimum)},
-        **kw,
-    )
-
-
-def _gang_snapshot() -> Snapshot:
-    """Gangs g (min 2, 3 bound) and h (min 2, 3 bound) each hold n1's / n2's / n3's GPU;
-    k (min 1, 1 bound) holds most of n3's cpu; a plain pod holds n4's GPU."""
-    nodes = [node(f"n{i}", cpu="8", gpu=1) for i in range(1, 6)]
-    pods = [
-        gang_pod("g-1", "n1", "g", 2),
-        gang_pod("g-2", "n5", "g", 2, gpu=0),
-        gang_pod("h-1", "n2", "h", 2),
-        gang_pod("h-2", "n5", "h", 2, gpu=0),
-        gang_pod("h-3", "n5", "h", 2, gpu=0),
-        gang_pod("g-3", "n3", "g", 2),
-        gang_pod("k-1", "n3", "k", 1, gpu=0, cpu="7"),
-        pod("plain", "n4", prio=10, gpu=1),
-    ]
-    return snapshot(nodes, pods)
-
-
-def test_gang_breaking_candidate_dropped_when_another_breaks_none(caplog: pytest.LogCaptureFixture) -> None:
-    snap = _gang_snapshot()
-    # g has 3 bound members (g-1, g-2, g-3): losing one keeps it at its minimum.
-    cands: dict[str, list[str]] = {"n1": [], "n2": [], "n4": []}
-    with caplog.at_level(logging.INFO, logger="extenders.preemption"):
-        out = process_preemption(POLICY, pod_info(PREEMPTOR), cands, snap)
-    assert names(out) == {"n1": (["g-1"], 0), "n2": (["h-1"], 0), "n4": (["plain"], 0)}
-    assert "rule gang" not in caplog.text
-
-    # n3 must evict g-3 (gpu) and k-1 (cpu): that takes k to zero (min 1). Others break nothing.
-    big = pod("high", prio=1000, cpu="2", gpu=1)
-    cands = {"n3": [], "n4": []}
-    with caplog.at_level(logging.INFO, logger="extenders.preemption"):
-        out = process_preemption(POLICY, pod_info(big), cands, snap)
-    assert names(out) == {"n4": (["plain"], 0)}
-    assert f"dropped node n3 (rule {RULE_GANG_AVOIDABLE})" in caplog.text
-    assert "default/k" in caplog.text
-
-
-def test_gang_fewest_broken_kept_when_every_candidate_breaks_one(caplog: pytest.LogCaptureFixture) -> None:
-    # Gang a (min 2) has one member on each of n1, n2; gang b (min 1) is alone on n2.
-    nodes = [node("n1", cpu="8", gpu=1), node("n2", cpu="8", gpu=1)]
-    pods = [
-        gang_pod("a-1", "n1", "a", 2),
-        gang_pod("a-2", "n2", "a", 2, gpu=0, cpu="7"),
-        gang_pod("b-1", "n2", "b", 1),
-    ]
-    snap = snapshot(nodes, pods)
-    big = pod("high", prio=1000, cpu="2", gpu=1)
-    with caplog.at_level(logging.INFO, logger="extenders.preemption"):
-        out = process_preemption(POLICY, pod_info(big), {"n2": [], "n1": []}, snap)
-    assert names(out) == {"n1": (["a-1"], 0)}
-    assert f"dropped node n2 (rule {RULE_GANG_NOT_BEST})" in caplog.text
-
-
-def test_gang_already_below_minimum_or_leaving_members_do_not_count() -> None:
-    nodes = [node("n1", cpu="8", gpu=1), node("n2", cpu="8", gpu=1)]
-    pods = [
-        # Gang c needs 3 but has only 2 live members: it is not "bound", evicting breaks nothing.
-        gang_pod("c-1", "n1", "c", 3),
-        gang_pod("c-2", "n2", "c", 3, gpu=0),
-        gang_pod("c-3", "n2", "c", 3, gpu=0, deleting=True),
-        # Gang d (min 1) on n2: its only member goes, so n2 breaks d and n1 breaks nothing.
-        gang_pod("d-1", "n2", "d", 1),
-    ]
-    snap = snapshot(nodes, pods)
-    out = process_preemption(POLICY, pod_info(PREEMPTOR), {"n1": [], "n2": []}, snap)
-    assert names(out) == {"n1": (["c-1"], 0)}
-
-
-def test_gang_of_callable_is_used_instead_of_labels() -> None:
-    snap = _gang_snapshot()
-    # The caller says "plain" belongs to a gang of min 1 alone, and nothing else is a gang.
-    calls: list[str] = []
-
-    def gang_of(p: PodInfo) -> tuple[str, int] | None:
-        calls.append(p.name)
-        return ("default/solo", 1) if p.name == "plain" else None
-
-    out = process_preemption(POLICY, pod_info(PREEMPTOR), {"n1": [], "n4": []}, snap, gang_of=gang_of)
-    assert names(out) == {"n1": (["g-1"], 0)}
-    assert "plain" in calls
 
 
 # ------------------------------------------------------------------ PDB helpers and ordering

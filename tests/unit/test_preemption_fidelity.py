@@ -27,7 +27,7 @@ from extenders.snapshot import Snapshot, index_nominated, patch_nominated
 from extenders.sync.convert import pdb_info, pod_info
 from extenders.sync.kinds import PDBS
 from extenders.sync.records import PDB, POD, reserved_pod
-from tests.unit.test_preemption import Json, names, node, pdb, pod, process_preemption, snapshot, uids
+from tests.unit.preemption.builders import Json, names, node, pdb, pod, process_preemption, snapshot, uids
 
 POLICY = default_policy()
 CHECK_ALL = POLICY.model_copy(update={"always_check_all_predicates": True})

@@ -24,12 +24,12 @@ from extenders.policy import default_policy
 from extenders.snapshot import Snapshot
 from extenders.sync.convert import pod_info
 from tests.gen_cluster import make_node, make_pod, run_predicate
-from tests.unit import test_preemption as preemption
 from tests.unit.plugins import node_facts
 from tests.unit.plugins.node_resources.requests import node as resource_node
 from tests.unit.plugins.node_resources.requests import pod as resource_pod
 from tests.unit.plugins.scoring import run
 from tests.unit.plugins.test_volume_restrictions import INCOMING, claiming, rwop_snapshot
+from tests.unit.preemption import builders as preemption
 
 MIB = 2**20
 

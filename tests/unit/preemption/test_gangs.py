@@ -11,10 +11,11 @@ import pytest
 
 from extenders.gang import gang_of_for
 from extenders.gang.eviction import GangEviction
-from extenders.model import NodeInfo
+from extenders.model import NodeInfo, PodInfo
 from extenders.policy import default_policy
 from extenders.preemption import (
     RULE_GANG_ASSEMBLING,
+    RULE_GANG_AVOIDABLE,
     RULE_GANG_NOT_BEST,
     RULE_GANG_NOT_LOWER,
     Preemption,
@@ -23,7 +24,7 @@ from extenders.preemption import (
 from extenders.preemption.inflight import with_leaving, without_pods
 from extenders.snapshot import Snapshot
 from extenders.sync.convert import pod_info
-from tests.unit.test_preemption import PREEMPTOR, gang_pod, names, node, pdb, pod, snapshot
+from tests.unit.preemption.builders import PREEMPTOR, gang_pod, names, node, pdb, pod, snapshot
 
 POLICY = default_policy()
 
@@ -278,3 +279,85 @@ def test_a_member_nominated_after_its_preemption_counts_as_placed_for_its_siblin
     # With only two nodes and no nomination, nothing helps: two nodes for three members.
     two = snapshot([node(f"n{i}", gpu=1) for i in range(2)], [*members, *low[:2]])
     assert preempt(members[1], {"n1": ["uid-low-1"]}, two).nodes == {}
+
+
+# ------------------------------------------------------------------ through the verb's nodes alone
+def _gang_snapshot() -> Snapshot:
+    """Gangs g (min 2, 3 bound) and h (min 2, 3 bound) each hold n1's / n2's / n3's GPU;
+    k (min 1, 1 bound) holds most of n3's cpu; a plain pod holds n4's GPU."""
+    nodes = [node(f"n{i}", cpu="8", gpu=1) for i in range(1, 6)]
+    pods = [
+        gang_pod("g-1", "n1", "g", 2),
+        gang_pod("g-2", "n5", "g", 2, gpu=0),
+        gang_pod("h-1", "n2", "h", 2),
+        gang_pod("h-2", "n5", "h", 2, gpu=0),
+        gang_pod("h-3", "n5", "h", 2, gpu=0),
+        gang_pod("g-3", "n3", "g", 2),
+        gang_pod("k-1", "n3", "k", 1, gpu=0, cpu="7"),
+        pod("plain", "n4", prio=10, gpu=1),
+    ]
+    return snapshot(nodes, pods)
+
+
+def test_gang_breaking_candidate_dropped_when_another_breaks_none(caplog: pytest.LogCaptureFixture) -> None:
+    snap = _gang_snapshot()
+    # g has 3 bound members (g-1, g-2, g-3): losing one keeps it at its minimum.
+    cands: dict[str, list[str]] = {"n1": [], "n2": [], "n4": []}
+    with caplog.at_level(logging.INFO, logger="extenders.preemption"):
+        out = preempt(PREEMPTOR, cands, snap).nodes
+    assert names(out) == {"n1": (["g-1"], 0), "n2": (["h-1"], 0), "n4": (["plain"], 0)}
+    assert "rule gang" not in caplog.text
+
+    # n3 must evict g-3 (gpu) and k-1 (cpu): that takes k to zero (min 1). Others break nothing.
+    big = pod("high", prio=1000, cpu="2", gpu=1)
+    cands = {"n3": [], "n4": []}
+    with caplog.at_level(logging.INFO, logger="extenders.preemption"):
+        out = preempt(big, cands, snap).nodes
+    assert names(out) == {"n4": (["plain"], 0)}
+    assert f"dropped node n3 (rule {RULE_GANG_AVOIDABLE})" in caplog.text
+    assert "default/k" in caplog.text
+
+
+def test_gang_fewest_broken_kept_when_every_candidate_breaks_one(caplog: pytest.LogCaptureFixture) -> None:
+    # Gang a (min 2) has one member on each of n1, n2; gang b (min 1) is alone on n2.
+    nodes = [node("n1", cpu="8", gpu=1), node("n2", cpu="8", gpu=1)]
+    pods = [
+        gang_pod("a-1", "n1", "a", 2),
+        gang_pod("a-2", "n2", "a", 2, gpu=0, cpu="7"),
+        gang_pod("b-1", "n2", "b", 1),
+    ]
+    snap = snapshot(nodes, pods)
+    big = pod("high", prio=1000, cpu="2", gpu=1)
+    with caplog.at_level(logging.INFO, logger="extenders.preemption"):
+        out = preempt(big, {"n2": [], "n1": []}, snap).nodes
+    assert names(out) == {"n1": (["a-1"], 0)}
+    assert f"dropped node n2 (rule {RULE_GANG_NOT_BEST})" in caplog.text
+
+
+def test_gang_already_below_minimum_or_leaving_members_do_not_count() -> None:
+    nodes = [node("n1", cpu="8", gpu=1), node("n2", cpu="8", gpu=1)]
+    pods = [
+        # Gang c needs 3 but has only 2 live members: it is not "bound", evicting breaks nothing.
+        gang_pod("c-1", "n1", "c", 3),
+        gang_pod("c-2", "n2", "c", 3, gpu=0),
+        gang_pod("c-3", "n2", "c", 3, gpu=0, deleting=True),
+        # Gang d (min 1) on n2: its only member goes, so n2 breaks d and n1 breaks nothing.
+        gang_pod("d-1", "n2", "d", 1),
+    ]
+    snap = snapshot(nodes, pods)
+    out = preempt(PREEMPTOR, {"n1": [], "n2": []}, snap).nodes
+    assert names(out) == {"n1": (["c-1"], 0)}
+
+
+def test_gang_of_callable_is_used_instead_of_labels() -> None:
+    snap = _gang_snapshot()
+    # The caller says "plain" belongs to a gang of min 1 alone, and nothing else is a gang.
+    calls: list[str] = []
+
+    def gang_of(p: PodInfo) -> tuple[str, int] | None:
+        calls.append(p.name)
+        return ("default/solo", 1) if p.name == "plain" else None
+
+    out = process_preemption(POLICY, pod_info(PREEMPTOR), {"n1": [], "n4": []}, snap, gang_of=gang_of).nodes
+    assert names(out) == {"n1": (["g-1"], 0)}
+    assert "plain" in calls

@@ -10,7 +10,7 @@ from extenders.policy import default_policy
 from extenders.preemption import process_preemption
 from extenders.preemption.inflight import Repeat, repeated_preemption
 from extenders.sync.convert import pod_info
-from tests.unit.test_preemption import PREEMPTOR, names, node, pod, snapshot
+from tests.unit.preemption.builders import PREEMPTOR, names, node, pod, snapshot
 
 POLICY = default_policy()
 NODES = [node("n1", cpu="8", gpu=1), node("n2", cpu="8", gpu=1)]
