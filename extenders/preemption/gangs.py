@@ -63,27 +63,28 @@ class GangPlacement:
     def __init__(self, snapshot: Snapshot, gang_of: GangOf) -> None:
         self.snapshot = snapshot
         self.gang_of = gang_of
-        self._placed: dict[str, list[PodInfo]] | None = None
-        self._marked: dict[str, list[PodInfo]] = {}
+
+    @functools.cached_property
+    def _index(self) -> tuple[dict[str, list[PodInfo]], dict[str, list[PodInfo]]]:
+        """Live placed members and marked members, by gang, in one pass over the snapshot."""
+        placed: dict[str, list[PodInfo]] = {}
+        marked: dict[str, list[PodInfo]] = {}
+        for info in self.snapshot.nodes.values():
+            for pod in info.pods.values():
+                live = not is_leaving(pod)
+                ref = self.gang_of(pod) if live or pod.deletion_timestamp == MARKED else None
+                if ref is not None:
+                    (placed if live else marked).setdefault(ref[0], []).append(pod)
+        return placed, marked
 
     def gangs(self) -> dict[str, list[PodInfo]]:
-        if self._placed is None:
-            placed: dict[str, list[PodInfo]] = {}
-            for info in self.snapshot.nodes.values():
-                for pod in info.pods.values():
-                    live = not is_leaving(pod)
-                    ref = self.gang_of(pod) if live or pod.deletion_timestamp == MARKED else None
-                    if ref is not None:
-                        (placed if live else self._marked).setdefault(ref[0], []).append(pod)
-            self._placed = placed
-        return self._placed
+        return self._index[0]
 
     def placed(self, gang: str) -> list[PodInfo]:
-        return self.gangs().get(gang, [])
+        return self._index[0].get(gang, [])
 
     def marked(self, gang: str) -> list[PodInfo]:
-        self.gangs()
-        return self._marked.get(gang, [])
+        return self._index[1].get(gang, [])
 
 
 class GangRules:
