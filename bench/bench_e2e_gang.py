@@ -22,8 +22,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import httpx
-
+from devstack import http_client
 from devstack.kube import Kube, resources, wait_for
 from devstack.stack import Stack, running_stack
 
@@ -54,9 +53,9 @@ def run_once(kube: Kube, stack: Stack, size: int, gang: bool) -> float:
 
     def released() -> bool:
         url = stack.replicas[0].url
-        names = [n["name"] for n in httpx.get(f"{url}/v1/nodes", timeout=10).json()["nodes"]]
+        names = [n["name"] for n in http_client.get(f"{url}/v1/nodes", timeout=10).json()["nodes"]]
         for name in names:
-            pods = httpx.get(f"{url}/v1/nodes/{name}", timeout=10).json()["pods"]
+            pods = http_client.get(f"{url}/v1/nodes/{name}", timeout=10).json()["pods"]
             if any(p["namespace"] == namespace for p in pods):
                 return False
         return True

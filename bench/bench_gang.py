@@ -38,6 +38,7 @@ from typing import Any
 import httpx
 
 from app.serving.embedded_redis import EmbeddedRedis, free_port
+from devstack import http_client
 from devstack.proc import cpu_seconds, wait_http
 from extenders.kube.config import build_http_client
 
@@ -118,7 +119,9 @@ class Bench:
             log_dir / "fake-kube.log",
         )
         wait_http(f"{self.kube_url}/healthz", self.procs[-1])
-        self.api = httpx.Client(base_url=self.kube_url, headers={"Authorization": f"Bearer {self.token}"}, timeout=30)
+        self.api = http_client.client(
+            base_url=self.kube_url, headers={"Authorization": f"Bearer {self.token}"}, timeout=30
+        )
         self.urls: list[str] = []
         prefix = f"bench{secrets.token_hex(3)}"
         for i in range(replicas):

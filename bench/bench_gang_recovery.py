@@ -27,8 +27,7 @@ import sys
 import time
 from typing import Any
 
-import httpx
-
+from devstack import http_client
 from devstack.kube import Kube, resources, wait_for
 from devstack.stack import Stack, running_stack
 
@@ -65,11 +64,11 @@ class Cycles:
         return all(placed.get(n) for n in names)
 
     def known(self, gang: str) -> bool:
-        resp = httpx.get(f"{self.stack.replicas[0].url}/v1/gangs/{self.namespace}/{gang}", timeout=5)
+        resp = http_client.get(f"{self.stack.replicas[0].url}/v1/gangs/{self.namespace}/{gang}", timeout=5)
         return resp.status_code == 200
 
     def held(self, gang: str, count: int) -> bool:
-        resp = httpx.get(f"{self.stack.replicas[0].url}/v1/gangs/{self.namespace}/{gang}", timeout=5)
+        resp = http_client.get(f"{self.stack.replicas[0].url}/v1/gangs/{self.namespace}/{gang}", timeout=5)
         return resp.status_code == 200 and len(resp.json().get("arrived") or []) == count
 
     def delete(self, gang: str) -> None:

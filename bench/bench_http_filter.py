@@ -44,6 +44,8 @@ import httpx
 import orjson
 import redis.asyncio as aredis
 
+from devstack import http_client
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
@@ -255,7 +257,7 @@ async def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
                 nothing = NullExtenderProcess()
                 urls.append(nothing.url)
                 pids.append(nothing.proc.pid)
-            clients = [httpx.Client(base_url=url, timeout=30.0) for url in urls]
+            clients = [http_client.client(base_url=url, timeout=30.0) for url in urls]
             try:
                 plain, *plain_rest = run_scenario(
                     clients, pids, names, scenario_pods(False, count), args, seed=2, compared=len(replicas)

@@ -26,8 +26,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import httpx
 import orjson
+
+from devstack import http_client
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -71,7 +72,7 @@ def first_calls(server: ServerProcess, names: list[str], args: argparse.Namespac
     rng = random.Random(11)
     filters: list[float] = []
     prioritizes: list[float] = []
-    with httpx.Client(base_url=server.url, timeout=30.0) as client:
+    with http_client.client(base_url=server.url, timeout=30.0) as client:
         wait_generation(client, generation)
         post(client, "/filter", {"Pod": class_pod(10_000), "NodeNames": names[:10]})  # connection and code warm
         for index in range(args.classes):
@@ -134,7 +135,7 @@ async def run(url: str, args: argparse.Namespace) -> Json:
 def warm_classes(server: ServerProcess, names: list[str], args: argparse.Namespace, generation: int) -> int:
     """Replica A's calls for every class; returns how many entries it wrote once its writes settled."""
     rng = random.Random(5)
-    with httpx.Client(base_url=server.url, timeout=30.0) as client:
+    with http_client.client(base_url=server.url, timeout=30.0) as client:
         wait_generation(client, generation)
         for index in range(args.classes):
             for _ in range(args.warm_calls):

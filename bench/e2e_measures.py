@@ -18,9 +18,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from devstack import http_client
 from devstack.controlplane import ControlPlane
 from devstack.proc import cpu_seconds
 
@@ -101,7 +101,7 @@ def replica_counters(replica_urls: list[str]) -> Counter[str]:
     the equivalence cache answered of them and by how they read the pod, from their /metrics."""
     counts: Counter[str] = Counter()
     for url in replica_urls:
-        text = httpx.get(f"{url}/metrics", timeout=10).text
+        text = http_client.get(f"{url}/metrics", timeout=10).text
         for family in text_string_to_metric_families(text):
             for sample in family.samples:
                 if sample.name == "extender_redis_command_duration_seconds_count":

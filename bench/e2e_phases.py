@@ -12,8 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from bench.e2e_measures import (
     BoundWatch,
     Profiler,
@@ -25,6 +23,7 @@ from bench.e2e_measures import (
     replica_counters,
 )
 from bench.e2e_workload import create_all, pod_bodies
+from devstack import http_client
 from devstack.controlplane import ControlPlane
 from devstack.kube import Kube, wait_for
 from devstack.null_extender import NullExtenderProcess
@@ -101,7 +100,7 @@ def run_phase(
 
 def is_leader(url: str) -> bool:
     """Whether the replica at ``url`` holds the watch lease, as its readiness answer says."""
-    return bool(httpx.get(f"{url}/readyz", timeout=5).json().get("is_leader"))
+    return bool(http_client.get(f"{url}/readyz", timeout=5).json().get("is_leader"))
 
 
 def lead_by(stack: Stack, index: int, synced: Callable[[], bool]) -> None:
@@ -142,7 +141,9 @@ def extender_phase(sitting: Sitting, tree: Path | None, profile_dir: Path | None
         last = f"node-{args.nodes - 1}"
 
         def synced() -> bool:
-            return all(httpx.get(f"{r.url}/v1/nodes/{last}", timeout=5).status_code == 200 for r in stack.replicas)
+            return all(
+                http_client.get(f"{r.url}/v1/nodes/{last}", timeout=5).status_code == 200 for r in stack.replicas
+            )
 
         wait_for(synced, 300, "the replicas' snapshots have every node")
         if args.layout == "direct" and args.watch_leader != "any" and len(stack.replicas) > 1:
@@ -175,7 +176,11 @@ def extender_phase(sitting: Sitting, tree: Path | None, profile_dir: Path | None
             extended["profile_files"] = {label: str(path) for label, path in profiler.files.items()}
         # The leader also runs the watch: its CPU per pod is not comparable with the others'.
         extended["watch_leader"] = next(
-            (label for url, label in labels.items() if httpx.get(f"{url}/readyz", timeout=5).json().get("is_leader")),
+            (
+                label
+                for url, label in labels.items()
+                if http_client.get(f"{url}/readyz", timeout=5).json().get("is_leader")
+            ),
             None,
         )
         calls = {verb: stack.requests(verb) for verb in ("filter", "prioritize", "bind")}

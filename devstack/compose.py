@@ -36,6 +36,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from devstack import http_client
 from devstack.controlplane import EXTENDER_USER, apply_extender_rbac
 from devstack.kube import Kube, install_podgroup_crd
 from extenders.kube.config import find_kubeconfig, httpx_params
@@ -216,7 +217,7 @@ def kube_client(kubeconfig: Path, timeout: float = 15.0) -> httpx.Client:
         raise FileNotFoundError(kubeconfig)
     params = httpx_params(config)
     params["timeout"] = timeout
-    return httpx.Client(**params)
+    return http_client.client(**params)
 
 
 def probe(url: str, pki: Path = PKI_DIR, timeout: float = 3.0) -> tuple[bool, str]:

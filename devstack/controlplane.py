@@ -30,7 +30,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from app.serving.embedded_redis import die_with_parent, free_port, stop_process
-from devstack import releases
+from devstack import http_client, releases
 from devstack.releases import Release
 
 BINARIES = ("etcd", "kube-apiserver", "kube-scheduler")
@@ -181,7 +181,7 @@ class ControlPlane:
         )
         self.processes.append(etcd)
         wait_ready(
-            lambda: httpx.get(f"http://127.0.0.1:{etcd_port}/health", timeout=1).status_code == 200,
+            lambda: http_client.get(f"http://127.0.0.1:{etcd_port}/health", timeout=1).status_code == 200,
             "etcd",
             etcd,
             30,

@@ -18,6 +18,7 @@ import orjson
 from starlette.types import Receive, Scope, Send
 
 from app.serving.embedded_redis import die_with_parent, free_port, stop_process
+from devstack import http_client
 from devstack.kube import wait_for
 
 _JSON = [(b"content-type", b"application/json")]
@@ -76,7 +77,7 @@ class NullExtenderProcess:
 
     def _up(self) -> bool:
         try:
-            return httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200
+            return http_client.get(f"{self.url}/healthz", timeout=1).status_code == 200
         except httpx.HTTPError:
             return False
 

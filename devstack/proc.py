@@ -9,6 +9,7 @@ from pathlib import Path
 
 import httpx
 
+from devstack import http_client
 from devstack.kube import wait_for
 
 
@@ -40,7 +41,7 @@ def wait_http(url: str, process: subprocess.Popen[bytes], timeout: float = 30.0)
         if process.poll() is not None:
             raise RuntimeError(f"{url}: process exited with {process.returncode}")
         try:
-            return httpx.get(url, timeout=0.5).status_code == 200
+            return http_client.get(url, timeout=0.5).status_code == 200
         except httpx.HTTPError:
             return False
 

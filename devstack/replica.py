@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 
 from app.serving.embedded_redis import die_with_parent, free_port, stop_process
+from devstack import http_client
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -88,7 +89,7 @@ class ServerProcess:
 
     @property
     def verify(self) -> ssl.SSLContext | bool:
-        return self.client_tls if self.client_tls is not None else True
+        return self.client_tls if self.client_tls is not None else http_client.trust()
 
     def client(self, timeout: float = 10.0) -> httpx.Client:
         """A client for the replica's main port, with its TLS settings."""

@@ -13,10 +13,10 @@ import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-import httpx
 import yaml
 
 from app.serving.embedded_redis import EmbeddedRedis, free_port
+from devstack import http_client
 from devstack.balancer import Balancer
 from devstack.controlplane import ControlPlane, running_control_plane
 from devstack.kube import Kube, wait_for
@@ -181,7 +181,7 @@ def running_stack(
                 kube.create_node(f"bench-{i:04d}", cpu=str(node_cpu), memory=memory)
             url = stack.replicas[0].url
             wait_for(
-                lambda: len(httpx.get(f"{url}/v1/nodes", timeout=10).json()["nodes"]) >= nodes,
+                lambda: len(http_client.get(f"{url}/v1/nodes", timeout=10).json()["nodes"]) >= nodes,
                 60,
                 "the snapshot has the nodes",
             )

@@ -25,9 +25,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
 import redis
 
+from devstack import http_client
 from devstack.kube import Kube, resources
 from tests.e2e.churn_report import describe
 from tests.e2e.scenarios import ScenarioCluster
@@ -385,7 +385,7 @@ class Churn:
                 self.violate(f"node {node} over capacity by {-left}m")
 
     def gang_documents(self, url: str) -> list[dict[str, Any]]:
-        resp = httpx.get(f"{url}/v1/gangs", timeout=5)
+        resp = http_client.get(f"{url}/v1/gangs", timeout=5)
         resp.raise_for_status()
         docs: list[dict[str, Any]] = resp.json()
         return [d for d in docs if d["namespace"] == self.cluster.namespace]

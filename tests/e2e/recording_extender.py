@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-import httpx
-
 from app.serving.embedded_redis import free_port
+from devstack import http_client
 from tests.http_stub import reply
 
 
@@ -50,7 +49,7 @@ class RecordingExtender:
         self.weights = weights or {}
         self.calls: list[FilterCall] = []
         self._lock = threading.Lock()
-        self._client = httpx.Client(timeout=10)
+        self._client = http_client.client(timeout=10)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self._server = ThreadingHTTPServer(("127.0.0.1", self.port), self._handler())

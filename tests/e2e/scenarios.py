@@ -15,8 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
+from devstack import http_client
 from devstack.kube import Kube, KubeError, priority_class, resources, wait_for
 from devstack.metrics import sample_total
 
@@ -100,7 +99,7 @@ class ScenarioCluster:
 
         def check() -> bool:
             return all(
-                httpx.get(f"{url}/v1/nodes/{name}", timeout=2).status_code == 200
+                http_client.get(f"{url}/v1/nodes/{name}", timeout=2).status_code == 200
                 for url in self.target.replica_urls
                 for name in self.node_names
             )
@@ -111,7 +110,7 @@ class ScenarioCluster:
         """``{replica URL: calls of verb answered}``, from each replica's /metrics."""
         counts: dict[str, int] = {}
         for url in self.target.replica_urls:
-            text = httpx.get(f"{url}/metrics", timeout=5).text
+            text = http_client.get(f"{url}/metrics", timeout=5).text
             counts[url] = int(sample_total(text, "extender_requests_total", verb=verb))
         return counts
 

@@ -14,10 +14,10 @@ import statistics
 import time
 from typing import Any
 
-import httpx
 import pytest
 import redis
 
+from devstack import http_client
 from devstack.kube import wait_for
 from devstack.stack import Stack
 from tests.e2e.churn import COMPLETE_SECONDS, VACANT_SECONDS, Churn
@@ -89,7 +89,7 @@ def test_a_stream_of_gang_churn_on_long_lived_state_keeps_every_invariant(
     forgotten = time.monotonic() - gone
     for replica in stack.replicas:
         assert "Traceback" not in replica.log(), replica.log()[-4000:]
-        assert httpx.get(f"{replica.url}/v1/gangs", timeout=5).status_code == 200
+        assert http_client.get(f"{replica.url}/v1/gangs", timeout=5).status_code == 200
     waits = figures.waits
     report(
         f"gang churn: {CHURN_SECONDS:.0f} s (seed {CHURN_SEED}), {figures.gangs} gangs of three priorities "

@@ -6,9 +6,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import httpx
 import pytest
 
+from devstack import http_client
 from devstack.kube import resources, wait_for
 from devstack.stack import Stack
 from tests.e2e.conftest import Cluster, StartStack
@@ -23,7 +23,7 @@ def stack(stack_factory: StartStack) -> Stack:
 
 
 def gang_doc(url: str, namespace: str, gang: str) -> dict[str, Any]:
-    resp = httpx.get(f"{url}/v1/gangs/{namespace}/{gang}", timeout=5)
+    resp = http_client.get(f"{url}/v1/gangs/{namespace}/{gang}", timeout=5)
     return resp.json() if resp.status_code == 200 else {}
 
 
@@ -53,7 +53,7 @@ def test_killing_the_replica_that_holds_members_binds_nothing_partial(cluster: C
 
     # The survivor leads the watch (it may have been the leader already) before the node changes.
     def leading() -> bool:
-        resp = httpx.get(f"{survivor.url}/readyz", timeout=5)
+        resp = http_client.get(f"{survivor.url}/readyz", timeout=5)
         return resp.status_code == 200 and resp.json().get("is_leader") is True
 
     wait_for(leading, 30, "the surviving replica leads")

@@ -10,9 +10,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import httpx
 import pytest
 
+from devstack import http_client
 from devstack.kube import resources, wait_for
 from devstack.stack import Stack
 from tests.e2e.conftest import Cluster, StartStack
@@ -36,7 +36,7 @@ def podgroup_body(name: str, min_member: int) -> dict[str, Any]:
 
 
 def gangs_doc(stack: Stack) -> list[dict[str, Any]]:
-    resp = httpx.get(f"{stack.replicas[0].url}/v1/gangs", timeout=5)
+    resp = http_client.get(f"{stack.replicas[0].url}/v1/gangs", timeout=5)
     resp.raise_for_status()
     docs: list[dict[str, Any]] = resp.json()
     return docs

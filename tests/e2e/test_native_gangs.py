@@ -12,9 +12,9 @@ import secrets
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 
+from devstack import http_client
 from devstack.controlplane import ControlPlane, find_binaries
 from devstack.kube import Kube, resources, wait_for
 from devstack.releases import Release
@@ -103,7 +103,7 @@ def gangs_known(cluster: Cluster) -> list[str]:
     """The gangs the extender's replicas know of in this namespace."""
     known: list[str] = []
     for url in cluster.target.replica_urls:
-        resp = httpx.get(f"{url}/v1/gangs", timeout=5)
+        resp = http_client.get(f"{url}/v1/gangs", timeout=5)
         resp.raise_for_status()
         known += [doc["name"] for doc in resp.json() if doc["namespace"] == cluster.namespace]
     return known

@@ -10,6 +10,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from devstack import http_client
 from devstack.kube import resources, wait_for
 from tests.e2e.conftest import Cluster
 from tests.e2e.test_gangs import POD_GROUP, create_gang
@@ -153,7 +154,7 @@ FAMILIES: dict[str, bool] = {
 
 def _families(cluster: Cluster) -> Iterable[Any]:
     for replica in cluster.stack.replicas:
-        yield from text_string_to_metric_families(httpx.get(f"{replica.url}/metrics", timeout=5).text)
+        yield from text_string_to_metric_families(http_client.get(f"{replica.url}/metrics", timeout=5).text)
 
 
 def _sum(cluster: Cluster, family: str, keep: Callable[[Any], bool] = lambda s: True) -> float:

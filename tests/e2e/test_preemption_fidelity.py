@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
+from devstack import http_client
 from devstack.controlplane import ControlPlane
 from devstack.kube import Kube, KubeError, priority_class, resources, wait_for
 from devstack.scheduler import KubeScheduler
@@ -153,7 +153,7 @@ class Run(ScenarioCluster):
         def synced() -> bool:
             for url in self.target.replica_urls:
                 for node, names in wanted.items():
-                    resp = httpx.get(f"{url}/v1/nodes/{node}", timeout=5)
+                    resp = http_client.get(f"{url}/v1/nodes/{node}", timeout=5)
                     if resp.status_code != 200:
                         return False
                     held = {p["name"] for p in resp.json()["pods"] if p["namespace"] == self.namespace}

@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from app.serving.logging_config import CHATTY_LOGGERS
+from devstack import http_client
 from tests.plugins.servers import ServerProcess
 
 
@@ -31,7 +32,7 @@ def server(redis_url: str) -> Iterator[ServerProcess]:
 
 @pytest.fixture
 def http(server: ServerProcess) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.url, timeout=10.0) as client:
+    with http_client.client(base_url=server.url, timeout=10.0) as client:
         yield client
 
 

@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from app.serving.embedded_redis import EmbeddedRedis, EmbeddedRedisError, free_port
+from devstack import http_client
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -59,7 +60,7 @@ def test_embedded_redis_starts_and_stops_with_the_server(sig: signal.Signals, tm
         ready = None
         while time.monotonic() < deadline and proc.poll() is None:
             try:
-                ready = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1)
+                ready = http_client.get(f"http://127.0.0.1:{port}/readyz", timeout=1)
                 if ready.status_code == 200:
                     break
             except httpx.HTTPError:

@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import httpx
-
+from devstack import http_client
 from scripts.export_openapi import TARGET, render
 from tests.plugins.servers import ServerProcess
 
@@ -19,7 +18,7 @@ def test_exported_document_matches_the_app() -> None:
 
 
 def test_served_document_matches_the_export(server: ServerProcess) -> None:
-    served = httpx.get(f"{server.url}/openapi.json", timeout=5).json()
+    served = http_client.get(f"{server.url}/openapi.json", timeout=5).json()
     assert served == json.loads(Path(TARGET).read_text())
     for path in ("/filter", "/prioritize", "/preempt", "/bind", "/v1/explain", "/v1/nodes", "/readyz"):
         assert path in served["paths"]

@@ -3,9 +3,9 @@ with EXTENDER_OPERATOR_API=false; the verbs and health endpoints stay open eithe
 
 from __future__ import annotations
 
-import httpx
 import pytest
 
+from devstack import http_client
 from tests.plugins.servers import StartServer
 
 TOKEN = "s3cret-operator-token"
@@ -16,7 +16,7 @@ OPERATOR_GETS = ("/v1/nodes", "/v1/nodes/n1", "/v1/gangs", "/v1/gangs/default/g"
 
 def test_the_operator_endpoints_need_the_token_and_health_does_not(start_server: StartServer) -> None:
     server = start_server(env={"EXTENDER_KUBE_MODE": "off", "EXTENDER_OPERATOR_TOKEN": TOKEN}, ready=True)
-    with httpx.Client(base_url=server.url, timeout=10) as http:
+    with http_client.client(base_url=server.url, timeout=10) as http:
         for path in OPERATOR_GETS:
             refused = http.get(path)
             assert refused.status_code == 401, path
@@ -44,7 +44,7 @@ def test_the_operator_endpoints_can_be_turned_off(start_server: StartServer, tok
         env["EXTENDER_OPERATOR_TOKEN"] = token
     server = start_server(env=env, ready=True)
     auth = {"Authorization": f"Bearer {token}"} if token else {}
-    with httpx.Client(base_url=server.url, timeout=10, headers=auth) as http:
+    with http_client.client(base_url=server.url, timeout=10, headers=auth) as http:
         for path in OPERATOR_GETS:
             assert http.get(path).status_code == 404, path
         assert http.post("/v1/explain", json=EXPLAIN_ARGS).status_code == 404

@@ -7,10 +7,10 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 import yaml
 
+from devstack import http_client
 from devstack.replica import ServerProcess
 from tests.http.test_command_line import run_app
 from tests.plugins.fake_kube import FakeKube
@@ -75,7 +75,7 @@ def test_without_a_kubernetes_api_the_embedded_redis_starts_and_readyz_says_so(
     server = ServerProcess({}, "bare")
     servers.append(server)
     server.wait_healthy()
-    ready = httpx.get(f"{server.url}/readyz", timeout=5)
+    ready = http_client.get(f"{server.url}/readyz", timeout=5)
     body = ready.json()
     assert ready.status_code == 503 and body["mode"] == "no-cluster"  # auto mode and no cluster found
     assert body["redis"] is True and body["redis_embedded"] is True
@@ -94,14 +94,14 @@ def test_the_embedded_redis_can_be_asked_for_beside_a_kubernetes_api(
     server = ServerProcess(env, "asked")
     servers.append(server)
     server.wait_ready()
-    body = httpx.get(f"{server.url}/readyz", timeout=5).json()
+    body = http_client.get(f"{server.url}/readyz", timeout=5).json()
     assert body["kube"] is True and body["redis_embedded"] is True
     assert body["redis_url"].startswith("redis://127.0.0.1:")
 
 
 def test_readyz_names_the_shared_redis(start_server: StartServer, redis_url: str) -> None:
     server = start_server(env={"EXTENDER_KUBE_MODE": "off"}, ready=True)
-    body = httpx.get(f"{server.url}/readyz", timeout=5).json()
+    body = http_client.get(f"{server.url}/readyz", timeout=5).json()
     assert body["redis_url"] == redis_url and body["redis_embedded"] is False
 
 
@@ -109,7 +109,7 @@ def test_readyz_never_shows_the_redis_password(start_server: StartServer, redis_
     """A password in the URL is masked (this Redis has none: redis-py's AUTH is let through)."""
     with_password = redis_url.replace("redis://", "redis://:hunter2@", 1)
     server = start_server(env={"EXTENDER_KUBE_MODE": "off", "EXTENDER_REDIS_URL": with_password}, ready=True)
-    answer = httpx.get(f"{server.url}/readyz", timeout=5)
+    answer = http_client.get(f"{server.url}/readyz", timeout=5)
     assert "hunter2" not in answer.text
     assert answer.json()["redis_url"] == redis_url.replace("redis://", "redis://:***@", 1)
 

@@ -7,11 +7,11 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import orjson
 import pytest
 
 from app.serving.embedded_redis import EmbeddedRedis
+from devstack import http_client
 from tests.fake_kube.client import make_node, make_pod
 from tests.plugins.fake_kube import FakeKube
 from tests.plugins.servers import ServerProcess
@@ -61,7 +61,7 @@ def test_redis_outage_is_reported_and_nothing_crashes(own_redis: EmbeddedRedis) 
     server = ServerProcess(env, "outage")
     try:
         server.wait_ready()
-        with httpx.Client(base_url=server.url, timeout=10) as http:
+        with http_client.client(base_url=server.url, timeout=10) as http:
             first = http.post("/filter", json={"Pod": _pod("a"), "Nodes": {"items": [_node("n1")]}})
             assert first.json()["Error"] == ""
             assert [i["metadata"]["name"] for i in first.json()["Nodes"]["items"]] == ["n1"]
@@ -122,7 +122,7 @@ def test_api_server_refusing_binds_binds_nothing_and_keeps_no_reservation(
     env = {"EXTENDER_KUBE_URL": fake_kube.url, "EXTENDER_KUBE_TOKEN": fake_kube.token, "EXTENDER_LEASE_SECONDS": "3"}
     server: ServerProcess = start_server(env=env, ready=True)
     args = {"PodName": "web", "PodNamespace": "default", "PodUID": pod["metadata"]["uid"], "Node": "n1"}
-    with httpx.Client(base_url=server.url, timeout=20) as http:
+    with http_client.client(base_url=server.url, timeout=20) as http:
         _wait(lambda: http.get("/v1/nodes/n1").status_code == 200, what="node n1 in the snapshot")
 
         fake_kube.client.add_fault(503, match="/binding", count=None, message="etcd is unhappy")
@@ -159,7 +159,7 @@ def test_redis_lost_under_a_watching_leader_binds_nothing_then_the_leader_relist
     args = {"PodName": "web", "PodNamespace": "default", "PodUID": pod["metadata"]["uid"], "Node": "n1"}
     try:
         server.wait_ready()
-        with httpx.Client(base_url=server.url, timeout=20) as http:
+        with http_client.client(base_url=server.url, timeout=20) as http:
             _wait(lambda: http.get("/v1/nodes/n1").status_code == 200, what="node n1 in the snapshot")
 
             own_redis.stop()

@@ -18,9 +18,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
+from devstack import http_client
 from tests.fake_kube.client import make_node, make_pdb, make_pod
 from tests.plugins.fake_kube import FakeKube
 from tests.plugins.servers import ServerProcess
@@ -132,7 +132,7 @@ def full_body(cluster: Cluster, pod: Json) -> Json:
 
 
 def post(cluster: Cluster, body: Json, release: str = "1.31") -> Json:
-    response = httpx.post(f"{cluster.servers[release].url}/preempt", json=body, timeout=10.0)
+    response = http_client.post(f"{cluster.servers[release].url}/preempt", json=body, timeout=10.0)
     assert response.status_code == 200, response.text
     answer: Json = response.json()
     return answer

@@ -16,9 +16,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
+from devstack import http_client
 from devstack.kube import wait_for
 from devstack.metrics import samples_by
 from extenders.scheduling.preempt import REPEAT_WAIT_SECONDS
@@ -39,7 +39,7 @@ class Cluster:
         self.pods = pods
 
     def post(self, verb: str, body: Json, timeout: float = 10.0) -> Json:
-        response = httpx.post(f"{self.server.url}/{verb}", json=body, timeout=timeout)
+        response = http_client.post(f"{self.server.url}/{verb}", json=body, timeout=timeout)
         assert response.status_code == 200, response.text
         answer: Json = response.json()
         return answer

@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import redis
 import trustme
 
 from app.serving.embedded_redis import die_with_parent, find_redis_server, free_port
+from devstack import http_client
 from tests.plugins.servers import ServerProcess
 from tests.waiting import readiness_with_reason
 
@@ -160,11 +160,13 @@ def assert_serves_through(replica: ServerProcess, server: RedisProcess, user: st
     ready = replica.get("/readyz").json()
     assert ready["ready"] is True and ready["redis"] is True, ready
     name = f"n-{uuid.uuid4().hex[:6]}"
-    answer = httpx.post(f"{replica.url}/filter", json={"Pod": pod("p1"), "Nodes": {"items": [node(name)]}}, timeout=10)
+    answer = http_client.post(
+        f"{replica.url}/filter", json={"Pod": pod("p1"), "Nodes": {"items": [node(name)]}}, timeout=10
+    )
     assert answer.status_code == 200, answer.text
     assert [n["metadata"]["name"] for n in answer.json()["Nodes"]["items"]] == [name], answer.text
     # The node the filter stored is what the next call by name reads back (through Redis).
-    by_name = httpx.post(f"{replica.url}/filter", json={"Pod": pod("p2"), "NodeNames": [name]}, timeout=10)
+    by_name = http_client.post(f"{replica.url}/filter", json={"Pod": pod("p2"), "NodeNames": [name]}, timeout=10)
     assert by_name.status_code == 200 and by_name.json()["NodeNames"] == [name], by_name.text
     with server.admin() as admin:
         deadline = time.monotonic() + 10

@@ -28,6 +28,7 @@ import redis.asyncio as aredis
 import trustme
 
 from app.serving.embedded_redis import free_port
+from devstack import http_client
 from devstack.replica import REPO
 from extenders.sync.redis_connect import PoolOptions, RedisPool, RedisTarget, UnsupportedRedisError, cluster_refusal
 from tests.fake_kube.client import make_node, make_pod
@@ -98,7 +99,7 @@ class Answer:
 def filter_loop(servers: list[ServerProcess], stop: threading.Event, answers: list[Answer]) -> None:
     """kube-scheduler's side: filter by node names on every replica, again and again."""
     body = {"Pod": pod("loop"), "NodeNames": [*BIG, TINY]}
-    with httpx.Client(timeout=15) as http:
+    with http_client.client(timeout=15) as http:
         while not stop.is_set():
             for server in servers:
                 try:
@@ -127,10 +128,12 @@ def test_a_killed_primary_fails_over_and_the_replicas_follow_by_themselves(
     # The first call carries the node objects (standalone mode stores them); the other replica then
     # answers by name from what it reads back through Redis.
     items = [node(name, "4") for name in BIG] + [node(TINY, "100m")]
-    first = httpx.post(f"{replicas[0].url}/filter", json={"Pod": pod("seed"), "Nodes": {"items": items}}, timeout=10)
+    first = http_client.post(
+        f"{replicas[0].url}/filter", json={"Pod": pod("seed"), "Nodes": {"items": items}}, timeout=10
+    )
     assert [n["metadata"]["name"] for n in first.json()["Nodes"]["items"]] == BIG, first.text
     by_name = {"Pod": pod("check"), "NodeNames": [*BIG, TINY]}
-    assert judge(httpx.post(f"{replicas[1].url}/filter", json=by_name, timeout=10)) == "ok"
+    assert judge(http_client.post(f"{replicas[1].url}/filter", json=by_name, timeout=10)) == "ok"
     with sentinel_set.primary.client() as old:
         history_before = old.get(f"{prefix}:storeid")
     assert history_before
@@ -163,7 +166,7 @@ def test_a_killed_primary_fails_over_and_the_replicas_follow_by_themselves(
         ready = server.get("/readyz").json()
         assert ready["ready"] is True and ready["redis_primary"] == sentinel_set.replica.address, ready
         # The promoted replica had the nodes by replication: filter by name answers from them.
-        assert judge(httpx.post(f"{server.url}/filter", json=by_name, timeout=10)) == "ok"
+        assert judge(http_client.post(f"{server.url}/filter", json=by_name, timeout=10)) == "ok"
 
     with sentinel_set.replica.client() as new:
         assert new.execute_command("ROLE")[0] == "master"
@@ -208,7 +211,9 @@ def test_the_sentinel_password_and_the_data_password_each_go_where_they_belong(
     good.wait_ready()
     ready = good.get("/readyz").json()
     assert ready["redis_url"] == "redis://:***@/0" and ready["redis_primary"] == primary.address, ready
-    answer = httpx.post(f"{good.url}/filter", json={"Pod": pod("p"), "Nodes": {"items": [node("n1", "4")]}}, timeout=10)
+    answer = http_client.post(
+        f"{good.url}/filter", json={"Pod": pod("p"), "Nodes": {"items": [node("n1", "4")]}}, timeout=10
+    )
     assert answer.status_code == 200 and answer.json()["Error"] == "", answer.text
 
     bad.wait_healthy()
@@ -239,7 +244,7 @@ def test_sentinels_and_primary_over_tls_with_the_ca_in_the_url(
     replicas.append(server)
     server.wait_ready()
     assert server.get("/readyz").json()["redis_primary"] == primary.address
-    answer = httpx.post(
+    answer = http_client.post(
         f"{server.url}/filter", json={"Pod": pod("p"), "Nodes": {"items": [node("n1", "4")]}}, timeout=10
     )
     assert answer.status_code == 200 and answer.json()["Error"] == "", answer.text

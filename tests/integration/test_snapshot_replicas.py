@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
+from devstack import http_client
 from tests.fake_kube.client import make_node, make_pod
 from tests.plugins.fake_kube import FakeKube
 from tests.plugins.servers import ServerProcess, StartServer
@@ -103,7 +104,7 @@ def wait_converged(replicas: list[ServerProcess], cluster: Cluster, timeout: flo
     names = sorted(expected)
     pending = list(replicas)
     diff: dict[str, Any] = {}
-    with httpx.Client(timeout=5.0) as client:
+    with http_client.client(timeout=5.0) as client:
         while pending:
             for replica in list(pending):
                 seen = observed(replica, names, client)
@@ -127,7 +128,7 @@ def wait_converged(replicas: list[ServerProcess], cluster: Cluster, timeout: flo
 
 
 def readiness(replica: ServerProcess) -> dict[str, Any]:
-    body: dict[str, Any] = httpx.get(f"{replica.url}/readyz", timeout=5.0).json()
+    body: dict[str, Any] = http_client.get(f"{replica.url}/readyz", timeout=5.0).json()
     return body
 
 

@@ -22,6 +22,7 @@ import trustme
 import yaml
 
 from app.serving.embedded_redis import free_port
+from devstack import http_client
 from tests.fake_kube.client import FakeKubeClient
 
 REPO = Path(__file__).resolve().parents[2]
@@ -108,7 +109,7 @@ class FakeKube:
         self.port = free_port()
         self.tls = tls
         self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
-        self._verify: ssl.SSLContext | bool = tls.ssl_context() if tls else True
+        self._verify: ssl.SSLContext | bool = tls.ssl_context() if tls else http_client.trust()
         self.token = token if token is not None else f"fake-{secrets.token_hex(8)}"
         self.kubeconfig_path = directory / f"kubeconfig-{self.port}.yaml"
         self.kubeconfig_path.write_text(yaml.safe_dump(self._kubeconfig()))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from devstack import http_client
 from devstack.kube import Kube, KubeError
 
 
@@ -14,7 +15,7 @@ def _kube(answers: list[int], seen: list[str]) -> Kube:
         status = answers.pop(0)
         return httpx.Response(status, json={"kind": "Status", "code": status})
 
-    return Kube(httpx.Client(base_url="http://api.invalid", transport=httpx.MockTransport(handle)))
+    return Kube(http_client.client(base_url="http://api.invalid", transport=httpx.MockTransport(handle)))
 
 
 def test_a_pod_collection_delete_cut_short_by_the_servers_timeout_goes_again_until_done() -> None:
