@@ -11,151 +11,23 @@ import asyncio
 import copy
 import secrets
 import uuid
-from collections import Counter, deque
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from collections import Counter
 from typing import Any
 
 from . import errors
 from .errors import ApiError, Json
+from .objects import (
+    Key,
+    check_preconditions,
+    default_pod,
+    label_namespace,
+    merge_patch,
+    now_rfc3339,
+    pod_spec_for_compare,
+)
 from .resources import ALL, NAMESPACES, PDBS, PODGROUPS, PODS, PVCS, ResourceType
 from .selectors import Matcher
-
-Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped objects
-NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
-
-
-def now_rfc3339(offset_seconds: float = 0) -> str:
-    return (datetime.now(UTC) + timedelta(seconds=offset_seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch (also used, simplified, for strategic merge patches)."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
-
-
-@dataclass(frozen=True)
-class Event:
-    rv: int
-    type: str  # ADDED | MODIFIED | DELETED
-    obj: Json  # the new state (for DELETED: the last state, with the deletion's resourceVersion)
-    prev: Json | None  # the state before, so a selector watch can turn MODIFIED into ADDED/DELETED
-
-
-class Watch:
-    """One open watch: its filter and the queue its HTTP stream drains (None = close the stream)."""
-
-    def __init__(self, rtype: ResourceType, namespace: str | None, match: Matcher) -> None:
-        self.rtype = rtype
-        self.namespace = namespace
-        self.match = match
-        self.queue: asyncio.Queue[tuple[str, Json] | None] = asyncio.Queue()
-
-    def visible(self, obj: Json | None) -> bool:
-        if obj is None:
-            return False
-        if self.namespace is not None and obj["metadata"].get("namespace") != self.namespace:
-            return False
-        return self.match(obj)
-
-    def translate(self, ev: Event) -> tuple[str, Json] | None:
-        """What this watcher sees of an event: like the real cache, objects entering or leaving the
-        selector's view arrive as ADDED / DELETED."""
-        now_ok = self.visible(ev.obj)
-        if ev.type in ("ADDED", "DELETED"):
-            return (ev.type, ev.obj) if now_ok else None
-        was_ok = self.visible(ev.prev)
-        if now_ok:
-            return ("MODIFIED" if was_ok else "ADDED", ev.obj)
-        return ("DELETED", ev.obj) if was_ok else None
-
-
-@dataclass
-class Table:
-    rtype: ResourceType
-    objects: dict[Key, Json] = field(default_factory=dict)
-    history: deque[Event] = field(default_factory=deque)
-    compacted_rv: int = 0  # a watch needs every event after its RV: older RVs than this get 410
-    watches: set[Watch] = field(default_factory=set)
-
-
-def _storage_precondition_error(rtype: ResourceType, key: Key, rv: int, what: str) -> ApiError:
-    """The wording of an etcd3 precondition failure as kube-apiserver surfaces it (a Conflict)."""
-    ns, name = key
-    path = f"/registry/{rtype.plural}/{ns}/{name}" if ns else f"/registry/{rtype.plural}/{name}"
-    why = (
-        f"StorageError: invalid object, Code: 4, Key: {path}, ResourceVersion: {rv}, "
-        f"AdditionalErrorMsg: Precondition failed: {what}"
-    )
-    return errors.conflict(rtype.plural, name, why, rtype.group)
-
-
-def _check_preconditions(rtype: ResourceType, key: Key, obj: Json, uid: str | None, rv: str | None) -> None:
-    meta = obj["metadata"]
-    if uid and uid != meta["uid"]:
-        what = f"UID in precondition: {uid}, UID in object meta: {meta['uid']}"
-        raise _storage_precondition_error(rtype, key, 0, what)
-    if rv and rv != meta["resourceVersion"]:
-        current = meta["resourceVersion"]
-        what = f"ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {current}"
-        raise _storage_precondition_error(rtype, key, 0, what)
-
-
-_POD_DEFAULT_TOLERATIONS = (
-    {
-        "key": "node.kubernetes.io/not-ready",
-        "operator": "Exists",
-        "effect": "NoExecute",
-        "tolerationSeconds": 300,
-    },
-    {
-        "key": "node.kubernetes.io/unreachable",
-        "operator": "Exists",
-        "effect": "NoExecute",
-        "tolerationSeconds": 300,
-    },
-)
-
-
-def _label_namespace(namespace: Json) -> None:
-    """The API server keeps every namespace labelled with its own name (namespaceSelectors rely on it)."""
-    meta = namespace["metadata"]
-    meta["labels"] = {**(meta.get("labels") or {}), NAMESPACE_NAME_LABEL: meta["name"]}
-
-
-def _default_pod(pod: Json) -> None:
-    """The defaults and admission mutations kube-scheduler-relevant code would see on a real pod."""
-    spec = pod.setdefault("spec", {})
-    spec.setdefault("schedulerName", "default-scheduler")
-    spec.setdefault("priority", 0)
-    spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
-    spec.setdefault("restartPolicy", "Always")
-    spec.setdefault("dnsPolicy", "ClusterFirst")
-    spec.setdefault("terminationGracePeriodSeconds", 30)
-    tolerations = spec.setdefault("tolerations", [])
-    for default in _POD_DEFAULT_TOLERATIONS:  # DefaultTolerationSeconds admission
-        if not any(t.get("key") == default["key"] and t.get("effect") in (None, "", "NoExecute") for t in tolerations):
-            tolerations.append(dict(default))
-    pod["status"] = {"phase": "Pending"}
-
-
-def _pod_spec_for_compare(spec: Json) -> Json:
-    """A pod spec with the fields an update may change blanked out (image, deadline, tolerations, gates)."""
-    spec = copy.deepcopy(spec)
-    for key in ("activeDeadlineSeconds", "tolerations", "schedulingGates"):
-        spec.pop(key, None)
-    for group in ("containers", "initContainers"):
-        for container in spec.get(group) or []:
-            container.pop("image", None)
-    return spec
+from .watches import Event, Table, Watch
 
 
 class Store:
@@ -299,7 +171,7 @@ class Store:
         if rtype.has_generation:
             meta["generation"] = 1
         if rtype is PODS:
-            _default_pod(obj)
+            default_pod(obj)
         elif rtype is PDBS:
             obj["status"] = {
                 "disruptionsAllowed": 0,
@@ -310,7 +182,7 @@ class Store:
         elif rtype is PODGROUPS:
             obj.pop("status", None)  # the CRD has a status subresource: status is not set on create
         elif rtype is NAMESPACES:
-            _label_namespace(obj)
+            label_namespace(obj)
             obj["status"] = {"phase": "Active"}
         elif rtype is PVCS:
             obj["status"] = {"phase": "Pending"}  # no volume binding here
@@ -359,9 +231,7 @@ class Store:
                 obj["status"] = copy.deepcopy(old["status"])
             else:
                 obj.pop("status", None)
-            if rtype is PODS and _pod_spec_for_compare(obj.get("spec", {})) != _pod_spec_for_compare(
-                old.get("spec", {})
-            ):
+            if rtype is PODS and pod_spec_for_compare(obj.get("spec", {})) != pod_spec_for_compare(old.get("spec", {})):
                 raise errors.invalid(
                     "Pod",
                     key[1],
@@ -374,7 +244,7 @@ class Store:
             if rtype.has_generation and obj.get("spec") != old.get("spec"):
                 meta["generation"] = int(old["metadata"].get("generation", 1)) + 1
             if rtype is NAMESPACES:
-                _label_namespace(obj)
+                label_namespace(obj)
         obj["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
         if obj == old:  # a no-op write: no new revision, no event, like etcd3's GuaranteedUpdate
             return old
@@ -396,7 +266,7 @@ class Store:
         an explicit positive grace period: then it is marked terminating and removed when that ends."""
         old = self._existing(rtype, key)
         pre = options.get("preconditions") or {}
-        _check_preconditions(rtype, key, old, pre.get("uid"), pre.get("resourceVersion"))
+        check_preconditions(rtype, key, old, pre.get("uid"), pre.get("resourceVersion"))
         if grace_seconds is None and options.get("gracePeriodSeconds") is not None:
             grace_seconds = int(options["gracePeriodSeconds"])
         if rtype is PODS and grace_seconds and grace_seconds > 0 and old.get("spec", {}).get("nodeName"):
@@ -442,7 +312,7 @@ class Store:
                 "Binding", name, f"target.kind: Invalid value: \"{target['kind']}\": must be empty or 'Node'"
             )
         old = self._existing(PODS, key)
-        _check_preconditions(PODS, key, old, meta.get("uid"), meta.get("resourceVersion"))
+        check_preconditions(PODS, key, old, meta.get("uid"), meta.get("resourceVersion"))
         if old["metadata"].get("deletionTimestamp"):
             raise errors.conflict("pods/binding", name, f"pod {name} is being deleted, cannot be assigned to a host")
         if old.get("spec", {}).get("nodeName"):
