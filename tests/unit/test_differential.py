@@ -17,7 +17,7 @@ from extenders.policy import Policy, default_policy, parse_policy
 from extenders.snapshot import Snapshot
 from extenders.snapshot.pod_query import PodQuery
 from extenders.sync.convert import pod_info
-from tests import reference_scheduler
+from tests import reference_reading, reference_scheduler
 from tests.gen_cluster import APPS, TIERS, Cluster, build_snapshot, candidate_names, gen_cluster, gen_incoming_pod
 
 CASES = 300
@@ -258,12 +258,12 @@ def _default_group(pod: PodInfo, snapshot: Snapshot, other: PodInfo) -> bool:
     requirements = bool(selector and (selector.get("matchLabels") or selector.get("matchExpressions")))
     if not merged and not requirements:
         return False
-    labels = reference_scheduler.labels_of({"metadata": {"labels": other.labels}})
+    labels = reference_reading.labels_of({"metadata": {"labels": other.labels}})
     return (
         other.namespace == pod.namespace
         and other.deletion_timestamp is None
         and all(labels.get(k) == v for k, v in merged.items())
-        and (not requirements or reference_scheduler.selector_matches(selector, labels))
+        and (not requirements or reference_reading.selector_matches(selector, labels))
     )
 
 
