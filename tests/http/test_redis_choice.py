@@ -4,7 +4,6 @@ and /readyz naming the one in use."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,11 +29,8 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def servers() -> Iterator[list[ServerProcess]]:
-    started: list[ServerProcess] = []
-    yield started
-    for server in started:
-        server.stop()
+def servers(server_processes: list[ServerProcess]) -> list[ServerProcess]:
+    return server_processes
 
 
 def _refusal(**env: str) -> str:

@@ -13,7 +13,6 @@ import asyncio
 import signal
 import time
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -30,21 +29,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(150)]
 
 NAMESPACE = "failover"
 NODE = "fo-n1"
-
-
-@pytest.fixture
-def servers() -> Iterator[list[ServerProcess]]:
-    started: list[ServerProcess] = []
-    yield started
-    for server in started:
-        server.stop()
-
-
-# What a held call meets depends on its arrival lease against the outage (about 2 s here): a short lease
-# lapses while Redis is unreachable; a long one outlives the outage, and the call then finds that the
-# promoted replica never heard of its arrival.
-UNREACHABLE = "Redis unreachable for longer than the arrival lease"
-GONE = "is gone"
 
 
 async def start(
@@ -115,9 +99,9 @@ GONE = "is gone"
 
 @pytest.mark.parametrize("lease", ["1", "6"])
 async def test_held_members_whose_arrivals_a_failover_lost_bind_nothing_and_the_gang_assembles_again(
-    sentinel_set: SentinelSet, fake_kube: FakeKube, servers: list[ServerProcess], lease: str
+    sentinel_set: SentinelSet, fake_kube: FakeKube, server_processes: list[ServerProcess], lease: str
 ) -> None:
-    c, pods = await start(sentinel_set, fake_kube, servers, lease)
+    c, pods = await start(sentinel_set, fake_kube, server_processes, lease)
     try:
         # The replica hears nothing more (stopped, and its link cut: bytes already sent would still
         # reach it from the socket buffer): what the held calls write lives on the old primary only.
@@ -140,7 +124,7 @@ async def test_held_members_whose_arrivals_a_failover_lost_bind_nothing_and_the_
             assert all(GONE in error for error in errors), errors
         assert fake_kube.requests("bind", "pods") == 0, "nothing may bind"
         assert all(c.node_of(p) == "" for p in pods)
-        for server in servers:  # readiness comes back with no help
+        for server in server_processes:  # readiness comes back with no help
             await asyncio.to_thread(server.wait_ready, 30)
         await reserved_everywhere(c, 0)
 
@@ -158,7 +142,7 @@ async def test_held_members_whose_arrivals_a_failover_lost_bind_nothing_and_the_
         assert [c.node_of(p) for p in pods] == [NODE] * 3
         assert fake_kube.requests("bind", "pods") == 3
         await reserved_everywhere(c, 3)
-        logs = [server.log(tail=None) for server in servers]
+        logs = [server.log(tail=None) for server in server_processes]
         assert all("Traceback" not in log for log in logs), logs
         print(
             f"gang across a Redis failover, lease {lease} s: held calls answered {answered_after:.1f}s after the "
@@ -169,16 +153,16 @@ async def test_held_members_whose_arrivals_a_failover_lost_bind_nothing_and_the_
 
 
 async def test_held_members_whose_arrivals_reached_the_promoted_replica_bind_with_the_last_member(
-    sentinel_set: SentinelSet, fake_kube: FakeKube, servers: list[ServerProcess]
+    sentinel_set: SentinelSet, fake_kube: FakeKube, server_processes: list[ServerProcess]
 ) -> None:
-    c, pods = await start(sentinel_set, fake_kube, servers, "6")
+    c, pods = await start(sentinel_set, fake_kube, server_processes, "6")
     try:
         held = await hold_two(c, pods)
         await asyncio.to_thread(wait_replicated, sentinel_set.primary, sentinel_set.replica)
         sentinel_set.primary.kill()
         killed_at = time.monotonic()
         await asyncio.to_thread(sentinel_set.wait_promoted, sentinel_set.replica)
-        for server in servers:
+        for server in server_processes:
             await asyncio.to_thread(server.wait_ready, 30)
         assert not any(t.done() for t in held), [t.result() for t in held if t.done()]
         last = await c.bind(2, pods[2], NODE)

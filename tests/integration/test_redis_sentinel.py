@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,11 +82,8 @@ def sentinel_env(sentinel: RedisNode, url: str, prefix: str) -> dict[str, str]:
 
 
 @pytest.fixture
-def replicas() -> Iterator[list[ServerProcess]]:
-    started: list[ServerProcess] = []
-    yield started
-    for server in started:
-        server.stop()
+def replicas(server_processes: list[ServerProcess]) -> list[ServerProcess]:
+    return server_processes
 
 
 @dataclass

@@ -8,7 +8,7 @@ import pytest
 
 from devstack.replica import ServerProcess
 
-__all__ = ["ServerProcess", "StartServer", "start_server"]
+__all__ = ["ServerProcess", "StartServer", "server_processes", "start_server"]
 
 StartServer = Callable[..., ServerProcess]
 
@@ -28,5 +28,14 @@ def start_server(redis_url: str, redis_prefix: str) -> Iterator[StartServer]:
         return server
 
     yield _start
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture
+def server_processes() -> Iterator[list[ServerProcess]]:
+    """Servers a test starts with settings of its own (another Redis, say): appended by the test, stopped here."""
+    started: list[ServerProcess] = []
+    yield started
     for server in started:
         server.stop()
