@@ -1,5 +1,5 @@
 """What the fake API server does to the objects it stores: defaults and admission mutations, merge
-patches, preconditions (kept apart from the store, which only keeps objects and revisions)."""
+patches, preconditions. The store calls these as it commits objects and revisions."""
 
 from __future__ import annotations
 
