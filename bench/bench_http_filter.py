@@ -44,8 +44,6 @@ import httpx
 import orjson
 import redis.asyncio as aredis
 
-from devstack import http_client
-
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
@@ -59,6 +57,7 @@ from bench.http_filter_cluster import (  # noqa: E402
     pod_specs,
     scenario_pods,
 )
+from devstack import http_client  # noqa: E402
 from devstack.null_extender import NullExtenderProcess  # noqa: E402
 from devstack.proc import cpu_seconds, resident_mb  # noqa: E402
 from devstack.replica import ServerProcess  # noqa: E402

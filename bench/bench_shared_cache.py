@@ -28,8 +28,6 @@ from typing import Any
 
 import orjson
 
-from devstack import http_client
-
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
@@ -41,6 +39,7 @@ from bench.bench_http_filter import (  # noqa: E402
     writer_store,
 )
 from bench.http_filter_cluster import incoming_pod, load_cluster, node_object, pod_specs  # noqa: E402
+from devstack import http_client  # noqa: E402
 from devstack.replica import ServerProcess  # noqa: E402
 
 Json = dict[str, Any]
