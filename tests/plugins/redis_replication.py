@@ -34,8 +34,8 @@ class TlsFiles:
 
 class RedisNode:
     """One ``redis-server`` process; ``sentinel_conf`` makes it a Sentinel with that configuration,
-    ``password`` is what this side's ``client()`` authenticates with, and ``tls`` makes the port TLS
-    only (replication and a Sentinel's connections too), the server certificate signed by ``tls.ca``."""
+    ``username`` and ``password`` are what this side's ``client()`` authenticates with, and ``tls`` makes
+    the port TLS only (replication and a Sentinel's connections too), the server certificate signed by ``tls.ca``."""
 
     def __init__(
         self,
@@ -45,9 +45,11 @@ class RedisNode:
         password: str | None = None,
         tls: TlsFiles | None = None,
         port: int | None = None,
+        username: str | None = None,
     ) -> None:
         self.name = name
         self.password = password
+        self.username = username
         self.tls = tls
         self.port = port or free_port()
         self._dir = tempfile.TemporaryDirectory(prefix=f"extender-{name}-")
@@ -82,7 +84,13 @@ class RedisNode:
     def client(self) -> redis.Redis:
         tls: dict[str, Any] = {"ssl": True, "ssl_ca_certs": str(self.tls.ca)} if self.tls else {}
         return redis.Redis(
-            host="127.0.0.1", port=self.port, password=self.password, decode_responses=True, socket_timeout=5, **tls
+            host="127.0.0.1",
+            port=self.port,
+            username=self.username,
+            password=self.password,
+            decode_responses=True,
+            socket_timeout=5,
+            **tls,
         )
 
     def wait_up(self, timeout: float = 10.0) -> RedisNode:
@@ -230,13 +238,14 @@ class SentinelSet:
             time.sleep(0.05)
 
 
-def sentinel_conf(primary: RedisNode, master: str = MASTER_NAME) -> str:
+def sentinel_conf(primary: RedisNode, master: str = MASTER_NAME, extra: tuple[str, ...] = ()) -> str:
     return "\n".join(
         [
             f"sentinel monitor {master} 127.0.0.1 {primary.port} 2",
             f"sentinel down-after-milliseconds {master} {DOWN_AFTER_MS}",
             f"sentinel failover-timeout {master} {FAILOVER_TIMEOUT_MS}",
             f"sentinel parallel-syncs {master} 1",
+            *extra,
             "",
         ]
     )
@@ -248,6 +257,63 @@ def sentinel_set(start_redis_node: StartNode) -> SentinelSet:
     primary = start_redis_node("primary").wait_up()
     replica = start_redis_node("replica", ["--replicaof", "127.0.0.1", str(primary.port)])
     sentinels = [start_redis_node(f"sentinel{i}", sentinel_conf=sentinel_conf(primary)) for i in range(3)]
+    for node in (replica, *sentinels):
+        node.wait_up()
+    wait_replicated(primary, replica)
+    found = SentinelSet(primary, replica, sentinels)
+    found.wait_watching()
+    return found
+
+
+# A partition without network control: Redis's own links (the Sentinels' and replication's) use a user
+# of their own, and the servers another, so turning the links' user off on one node cuts it off from
+# the Sentinels and its replica while the servers' connections to it stay up. With the default user
+# off, a link whose AUTH fails is not let in as the default user.
+LINK_USER, LINK_PASSWORD = "link", "link-secret"
+APP_USER, APP_PASSWORD = "app", "app-secret"
+_USERS = [
+    *("--user", "default", "off"),
+    *("--user", LINK_USER, "on", f">{LINK_PASSWORD}", "~*", "&*", "+@all"),
+    *("--user", APP_USER, "on", f">{APP_PASSWORD}", "~*", "&*", "+@all"),
+    *("--masteruser", LINK_USER, "--masterauth", LINK_PASSWORD),
+]
+
+
+def cut_off(node: RedisNode) -> None:
+    """Partition ``node`` from the Sentinels and the replication links; clients of ``APP_USER`` keep it."""
+    with node.client() as client:
+        client.execute_command("ACL", "SETUSER", LINK_USER, "off")
+        client.execute_command("CLIENT", "KILL", "USER", LINK_USER)
+
+
+def reconnect(node: RedisNode) -> None:
+    with node.client() as client:
+        client.execute_command("ACL", "SETUSER", LINK_USER, "on")
+
+
+def wait_replica_of(node: RedisNode, primary: RedisNode, timeout: float = 30.0) -> float:
+    """Seconds until ``node`` replicates ``primary`` with its link up (the Sentinels demote a returning primary)."""
+    started = time.monotonic()
+    while True:
+        with node.client() as client:
+            info = client.info("replication")
+        following = info.get("role") == "slave" and int(info.get("master_port", 0)) == primary.port
+        if following and info.get("master_link_status") == "up":
+            return time.monotonic() - started
+        if time.monotonic() - started > timeout:
+            raise AssertionError(f"{node.name} not a replica of {primary.name} within {timeout}s: {info}")
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def partitionable_sentinel_set(start_redis_node: StartNode) -> SentinelSet:
+    """A ``sentinel_set`` whose data nodes take ``APP_USER`` for clients and ``LINK_USER`` for Redis's own
+    links, so that ``cut_off`` can partition one of them."""
+    credentials = {"username": APP_USER, "password": APP_PASSWORD}
+    primary = start_redis_node("primary", _USERS, **credentials).wait_up()
+    replica = start_redis_node("replica", [*_USERS, "--replicaof", "127.0.0.1", str(primary.port)], **credentials)
+    auth = (f"sentinel auth-user {MASTER_NAME} {LINK_USER}", f"sentinel auth-pass {MASTER_NAME} {LINK_PASSWORD}")
+    sentinels = [start_redis_node(f"sentinel{i}", sentinel_conf=sentinel_conf(primary, extra=auth)) for i in range(3)]
     for node in (replica, *sentinels):
         node.wait_up()
     wait_replicated(primary, replica)
