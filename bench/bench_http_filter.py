@@ -12,11 +12,12 @@ term (the replica catches up from Redis) and the incoming pod carries one as wel
 ``bench_filter --affinity``. Every pair sends another pod of one ReplicaSet (its own name, uid,
 resourceVersion and token volume, as kube-scheduler sends them), all of one class, so with the
 equivalence cache on (the default; ``--equivalence-cache off``) filter reuses node-local verdicts
-after the first calls.
+after the first calls. ``--pod-stream distinct`` gives each pod another CPU request instead, so that no
+two pods share a class or a shape: what pods of many different workloads cost.
 
     python bench/bench_http_filter.py [--nodes 5000] [--pods-per-node 20] [--candidates 500]
         [--iterations 300] [--warmup 30] [--prioritize-on candidates|passing] [--gap-ms 0] [--equivalence-cache on|off]
-        [--shared on|off] [--compare OTHER_TREE] [--null-extender]
+        [--pod-stream workload|distinct] [--shared on|off] [--compare OTHER_TREE] [--null-extender]
 
 ``--null-extender`` also sends every pair to ``devstack.null_extender`` (an extender that decides
 nothing, served by uvicorn as ours is): the protocol's own cost for the same requests, beside ours.
@@ -230,7 +231,8 @@ async def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
         try:
             started = time.perf_counter()
             count = args.warmup + args.iterations
-            await load_cluster(store, epoch, nodes, pods, scenario_pods(False, count))
+            distinct = args.pod_stream == "distinct"
+            await load_cluster(store, epoch, nodes, pods, scenario_pods(False, count, distinct))
             load_seconds = time.perf_counter() - started
 
             started = time.perf_counter()
@@ -259,13 +261,13 @@ async def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
             clients = [http_client.client(base_url=url, timeout=30.0) for url in urls]
             try:
                 plain, *plain_rest = run_scenario(
-                    clients, pids, names, scenario_pods(False, count), args, seed=2, compared=len(replicas)
+                    clients, pids, names, scenario_pods(False, count, distinct), args, seed=2, compared=len(replicas)
                 )
-                generation, rewritten = await add_affinity(store, epoch, pods, scenario_pods(True, count))
+                generation, rewritten = await add_affinity(store, epoch, pods, scenario_pods(True, count, distinct))
                 for client in clients[: len(replicas)]:
                     wait_generation(client, generation)
                 affinity, *affinity_rest = run_scenario(
-                    clients, pids, names, scenario_pods(True, count), args, seed=3, compared=len(replicas)
+                    clients, pids, names, scenario_pods(True, count, distinct), args, seed=3, compared=len(replicas)
                 )
                 affinity["existing_pods_with_anti_affinity"] = rewritten
                 rss_mb = resident_mb(replica.proc.pid)
@@ -296,6 +298,7 @@ async def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
         "iterations": args.iterations,
         "warmup": args.warmup,
         "replicas": 1,
+        "pod_stream": args.pod_stream,
         "equivalence_cache": args.equivalence_cache,
         "shared_tier": args.shared,
         "load_cluster_into_redis_seconds": round(load_seconds, 3),
@@ -345,6 +348,13 @@ def main() -> int:
     )
     parser.add_argument(
         "--equivalence-cache", choices=("on", "off"), default="on", help="the replica's equivalence cache (filter)"
+    )
+    parser.add_argument(
+        "--pod-stream",
+        choices=("workload", "distinct"),
+        default="workload",
+        help="workload (default): every pair schedules another pod of one ReplicaSet; distinct: every pod asks "
+        "for another CPU request, so no two share a class or a shape",
     )
     parser.add_argument(
         "--shared", choices=("on", "off"), default="off", help="the equivalence cache's shared tier in Redis"

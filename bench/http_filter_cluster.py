@@ -170,11 +170,19 @@ async def write_ops(store: Store, epoch: int, ops: list[Op]) -> int:
     return generation
 
 
-def scenario_pods(with_affinity: bool, count: int) -> list[Json]:
-    """The pods one scenario schedules, one per pair: siblings of ``incoming_pod``."""
+def scenario_pods(with_affinity: bool, count: int, distinct: bool = False) -> list[Json]:
+    """The pods one scenario schedules, one per pair: siblings of ``incoming_pod``; with ``distinct``,
+    each asks for another CPU request, so that no two pods share a class or a shape (a stream of
+    pods of different workloads, which no cache can serve)."""
     base = incoming_pod(with_affinity)
     first = 100_000 if with_affinity else 0
-    return [sibling(base, first + i) for i in range(count)]
+    pods = [sibling(base, first + i) for i in range(count)]
+    if distinct:
+        for i, pod in enumerate(pods):
+            container = pod["spec"]["containers"][0]
+            requests = {**container["resources"]["requests"], "cpu": f"{400 + i}m"}
+            pod["spec"]["containers"] = [{**container, "resources": {**container["resources"], "requests": requests}}]
+    return pods
 
 
 async def load_cluster(store: Store, epoch: int, nodes: list[Json], pods: list[PodSpec], pending: list[Json]) -> int:
