@@ -251,18 +251,30 @@ def sentinel_conf(primary: RedisNode, master: str = MASTER_NAME, extra: tuple[st
     )
 
 
-@pytest.fixture
-def sentinel_set(start_redis_node: StartNode) -> SentinelSet:
-    """Primary + replica + three Sentinels, all up and agreed on who watches what."""
-    primary = start_redis_node("primary").wait_up()
-    replica = start_redis_node("replica", ["--replicaof", "127.0.0.1", str(primary.port)])
-    sentinels = [start_redis_node(f"sentinel{i}", sentinel_conf=sentinel_conf(primary)) for i in range(3)]
+def start_sentinel_set(
+    start_redis_node: StartNode,
+    data_args: list[str] | None = None,
+    sentinel_extra: tuple[str, ...] = (),
+    **credentials: str,
+) -> SentinelSet:
+    """Primary + replica (each with ``data_args``, clients logging in with ``credentials``) + three
+    Sentinels, all up and agreed on who watches what."""
+    args = data_args or []
+    primary = start_redis_node("primary", args, **credentials).wait_up()
+    replica = start_redis_node("replica", [*args, "--replicaof", "127.0.0.1", str(primary.port)], **credentials)
+    conf = sentinel_conf(primary, extra=sentinel_extra)
+    sentinels = [start_redis_node(f"sentinel{i}", sentinel_conf=conf) for i in range(3)]
     for node in (replica, *sentinels):
         node.wait_up()
     wait_replicated(primary, replica)
     found = SentinelSet(primary, replica, sentinels)
     found.wait_watching()
     return found
+
+
+@pytest.fixture
+def sentinel_set(start_redis_node: StartNode) -> SentinelSet:
+    return start_sentinel_set(start_redis_node)
 
 
 # A partition without network control: Redis's own links (the Sentinels' and replication's) use a user
@@ -291,7 +303,7 @@ def reconnect(node: RedisNode) -> None:
         client.execute_command("ACL", "SETUSER", LINK_USER, "on")
 
 
-def wait_replica_of(node: RedisNode, primary: RedisNode, timeout: float = 30.0) -> float:
+def wait_replica_of(node: RedisNode, primary: RedisNode, timeout: float = 60.0) -> float:
     """Seconds until ``node`` replicates ``primary`` with its link up (the Sentinels demote a returning primary)."""
     started = time.monotonic()
     while True:
@@ -309,14 +321,5 @@ def wait_replica_of(node: RedisNode, primary: RedisNode, timeout: float = 30.0) 
 def partitionable_sentinel_set(start_redis_node: StartNode) -> SentinelSet:
     """A ``sentinel_set`` whose data nodes take ``APP_USER`` for clients and ``LINK_USER`` for Redis's own
     links, so that ``cut_off`` can partition one of them."""
-    credentials = {"username": APP_USER, "password": APP_PASSWORD}
-    primary = start_redis_node("primary", _USERS, **credentials).wait_up()
-    replica = start_redis_node("replica", [*_USERS, "--replicaof", "127.0.0.1", str(primary.port)], **credentials)
     auth = (f"sentinel auth-user {MASTER_NAME} {LINK_USER}", f"sentinel auth-pass {MASTER_NAME} {LINK_PASSWORD}")
-    sentinels = [start_redis_node(f"sentinel{i}", sentinel_conf=sentinel_conf(primary, extra=auth)) for i in range(3)]
-    for node in (replica, *sentinels):
-        node.wait_up()
-    wait_replicated(primary, replica)
-    found = SentinelSet(primary, replica, sentinels)
-    found.wait_watching()
-    return found
+    return start_sentinel_set(start_redis_node, _USERS, auth, username=APP_USER, password=APP_PASSWORD)
