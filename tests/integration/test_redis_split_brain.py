@@ -29,7 +29,7 @@ from tests.plugins.redis_replication import (
 )
 from tests.waiting import eventually
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(150)]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
 NAMESPACE = "split"
 NODE, LATE_NODE = "sb-n1", "sb-n2"
