@@ -5,7 +5,7 @@ would, a rotated credential renewed through httpx, and the httpx transport left 
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,28 +14,15 @@ import pytest
 
 from extenders.kube import direct_post
 from extenders.kube.client import BindStatus, KubeClient
-from extenders.kube.config import build_http_client
 from tests.fake_kube.client import make_pod
-from tests.plugins.fake_kube import FakeKube, FakeKubeTLS, StartFakeKube
+from tests.plugins.fake_kube import FakeKube, FakeKubeTLS, MakeKube, StartFakeKube
 
 pytestmark = pytest.mark.integration
 
-MakeKube = Callable[..., KubeClient]
-
 
 @pytest.fixture
-async def make_kube() -> AsyncIterator[MakeKube]:
-    made: list[KubeClient] = []
-
-    def _make(transport: str = "aiohttp", **kwargs: Any) -> KubeClient:
-        http = build_http_client("on", transport=transport, **kwargs)
-        assert http is not None
-        made.append(KubeClient(http))
-        return made[-1]
-
-    yield _make
-    for kube in made:
-        await kube.aclose()
+def make_kube(kube_clients: MakeKube) -> MakeKube:
+    return kube_clients
 
 
 def with_user(user: dict[str, Any]) -> Callable[[dict[str, Any]], None]:

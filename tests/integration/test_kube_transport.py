@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import ssl
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -21,18 +22,16 @@ import trustme
 import yaml
 
 from app.serving.embedded_redis import free_port
-from extenders.kube.client import BindStatus, KubeApiError, KubeClient
+from extenders.kube.client import BindStatus, KubeApiError
 from extenders.kube.config import KubeConfigError, build_http_client
 from extenders.kube.transport import TRANSPORTS, AiohttpKubeTransport
 from tests.fake_kube.client import make_node, make_pod
-from tests.plugins.fake_kube import FakeKube, FakeKubeTLS, StartFakeKube
+from tests.plugins.fake_kube import FakeKube, FakeKubeTLS, MakeKube, StartFakeKube
 
 pytestmark = pytest.mark.integration
 
 PODS = "/api/v1/pods"
 NODES = "/api/v1/nodes"
-MakeKube = Callable[..., KubeClient]
-
 
 # -- servers (one per TLS variant, shared by the module) and clients ---------------------------------
 
@@ -70,20 +69,9 @@ def transport(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-async def make_kube(transport: str) -> AsyncIterator[MakeKube]:
+def make_kube(kube_clients: MakeKube, transport: str) -> MakeKube:
     """``make_kube(kubeconfig=... | url=..., token=..., page_size=...)``: a KubeClient over ``transport``."""
-    made: list[KubeClient] = []
-
-    def _make(page_size: int = 500, **kwargs: Any) -> KubeClient:
-        http = build_http_client("on", transport=transport, **kwargs)
-        assert http is not None
-        kube = KubeClient(http, page_size=page_size)
-        made.append(kube)
-        return kube
-
-    yield _make
-    for kube in made:
-        await kube.aclose()
+    return functools.partial(kube_clients, transport)
 
 
 def cluster_of(config: dict[str, Any]) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import ssl
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,8 @@ import yaml
 
 from app.serving.embedded_redis import free_port
 from devstack import http_client
+from extenders.kube.client import KubeClient
+from extenders.kube.config import build_http_client
 from tests.fake_kube.client import FakeKubeClient
 
 REPO = Path(__file__).resolve().parents[2]
@@ -251,3 +253,23 @@ def fake_kube_factory(tmp_path: Path) -> Iterator[StartFakeKube]:
 def fake_kube(fake_kube_factory: StartFakeKube) -> FakeKube:
     """A fresh fake kube-apiserver per test: PodGroup CRD installed, token auth, 1 s bookmarks."""
     return fake_kube_factory()
+
+
+MakeKube = Callable[..., KubeClient]
+
+
+@pytest.fixture
+async def kube_clients() -> AsyncIterator[MakeKube]:
+    """Factory: ``kube_clients(transport="aiohttp", page_size=500, url=..., token=... | kubeconfig=...)``, a
+    KubeClient as a replica builds it from its settings, closed at the end of the test."""
+    made: list[KubeClient] = []
+
+    def _make(transport: str = "aiohttp", page_size: int = 500, **kwargs: Any) -> KubeClient:
+        http = build_http_client("on", transport=transport, **kwargs)
+        assert http is not None
+        made.append(KubeClient(http, page_size=page_size))
+        return made[-1]
+
+    yield _make
+    for kube in made:
+        await kube.aclose()
