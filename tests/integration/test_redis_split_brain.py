@@ -1,10 +1,13 @@
 """A split brain, with real processes: the Redis primary cut off from its Sentinels and its replica while
 both server processes still reach it, the Sentinels promote the replica, and the partition heals.
 
-The old primary keeps taking the servers' writes the whole time, so nothing the servers write there
-may decide a bind: a reservation must reach a replica first (``EXTENDER_REDIS_MIN_REPLICAS_ACK``). When
-the partition heals, the Sentinels turn the old primary into a replica of the new one and its writes are
-thrown away; the servers must find the new primary, rebuild what was lost, and bind again.
+A server keeps the connections it has (nothing tells it to leave the old primary); one that needs a new
+connection during the failover asks the Sentinels and lands on the promoted replica. So the servers may
+end up on one side or on both, and the old primary keeps taking the writes of those left with it.
+Nothing written on either side may decide a bind: a reservation must reach a replica first
+(``EXTENDER_REDIS_MIN_REPLICAS_ACK``), and neither side has one. When the partition heals, the Sentinels
+turn the old primary into a replica of the new one and its writes are thrown away; the servers must find
+the new primary, rebuild what was lost, and bind again.
 """
 
 from __future__ import annotations
@@ -15,9 +18,10 @@ import uuid
 
 import pytest
 
+from devstack import http_client
 from devstack.replica import ServerProcess
 from tests.gang_support import gpu_node
-from tests.integration.test_gang_http import GANG_ENV, Cluster, gang_pod
+from tests.integration.test_gang_http import GANG_ENV, Cluster, Json, gang_pod
 from tests.plugins.fake_kube import FakeKube
 from tests.plugins.redis_replication import (
     APP_PASSWORD,
@@ -36,10 +40,9 @@ NODE, LATE_NODE = "sb-n1", "sb-n2"
 UNACKED = "reached 0 of the 1 Redis replicas asked for"
 
 
-async def test_a_primary_cut_off_from_its_sentinels_decides_no_bind_and_the_healed_set_binds_on_the_new_primary(
-    partitionable_sentinel_set: SentinelSet, fake_kube: FakeKube, server_processes: list[ServerProcess]
-) -> None:
-    redis = partitionable_sentinel_set
+async def start(redis: SentinelSet, fake_kube: FakeKube, servers: list[ServerProcess]) -> tuple[Cluster, str]:
+    """Two ready replicas on the Sentinel set that bind only on reservations a Redis replica holds; the
+    cluster and the replicas' key prefix."""
     env = {
         **redis.env(),
         "EXTENDER_REDIS_URL": f"redis://{APP_USER}:{APP_PASSWORD}@/0",
@@ -52,11 +55,37 @@ async def test_a_primary_cut_off_from_its_sentinels_decides_no_bind_and_the_heal
         "EXTENDER_KUBE_TOKEN": fake_kube.token,
         "EXTENDER_LEASE_SECONDS": "2",
         **GANG_ENV,
+        "EXTENDER_GANG_WINDOW_SECONDS": "10",  # held calls outlast the cut and the promotion
     }
-    server_processes.extend(ServerProcess(env, f"sb-r{i}") for i in (1, 2))
-    for server in server_processes:
+    servers.extend(ServerProcess(env, f"sb-r{i}") for i in (1, 2))
+    for server in servers:
         await asyncio.to_thread(server.wait_ready)
-    c = Cluster(fake_kube, server_processes)
+    return Cluster(fake_kube, servers), env["EXTENDER_REDIS_PREFIX"]
+
+
+def sides(c: Cluster, redis: SentinelSet) -> list[str]:
+    """For each server, the Redis its connections go to: ``cut off`` (the old primary) or ``promoted``."""
+    names = {redis.primary.address: "cut off", redis.replica.address: "promoted"}
+    return [names[http_client.get(f"{server.url}/readyz").json()["redis_primary"]] for server in c.servers]
+
+
+async def bind_until_bound(c: Cluster, pods: list[Json], node: str) -> None:
+    """kube-scheduler's retries: each pod's bind again, on either replica, until every one succeeds."""
+    results = {pod["metadata"]["name"]: "not tried" for pod in pods}
+    deadline = time.monotonic() + 60
+    while any(results.values()) and time.monotonic() < deadline:
+        for i, pod in enumerate(pods):
+            if results[pod["metadata"]["name"]]:
+                results[pod["metadata"]["name"]] = await c.bind(i, pod, node)
+        await asyncio.sleep(0.5)
+    assert not any(results.values()), results
+
+
+async def test_a_primary_cut_off_from_its_sentinels_decides_no_bind_and_the_healed_set_binds_on_the_new_primary(
+    partitionable_sentinel_set: SentinelSet, fake_kube: FakeKube, server_processes: list[ServerProcess]
+) -> None:
+    redis = partitionable_sentinel_set
+    c, prefix = await start(redis, fake_kube, server_processes)
     try:
         pods = await c.create([gpu_node(NODE, 8)], [gang_pod(f"p-{i}", NAMESPACE, None) for i in range(4)])
         assert await c.bind(0, pods[0], NODE) == ""
@@ -67,32 +96,30 @@ async def test_a_primary_cut_off_from_its_sentinels_decides_no_bind_and_the_heal
         # The API changes while the servers write to the side that will lose: the watch leader's record
         # of this node must come back on the new primary.
         fake_kube.client.create(gpu_node(LATE_NODE, 8))
-        late_key = f"{env['EXTENDER_REDIS_PREFIX']}:node:{LATE_NODE}"
-
-        async def written_on_the_cut_off_side() -> bool:
-            with redis.primary.client() as primary:
-                return bool(primary.exists(late_key))
-
-        await eventually(written_on_the_cut_off_side, 10)
-        with redis.replica.client() as promoted:
-            assert not promoted.exists(late_key), "the servers were expected to write to the old primary"
+        late_key = f"{prefix}:node:{LATE_NODE}"
         errors = [await c.bind(i, pod, NODE) for i, pod in enumerate(pods[1:3])]
+        where = await asyncio.to_thread(sides, c, redis)
+        # A leader on the old primary's side (the old leader, or the other server once the old one's
+        # lease there lapsed) writes the new node there; the promoted replica hears of it only from a
+        # server on its side.
+        if "cut off" in where:
+
+            async def written_on_the_cut_off_side() -> bool:
+                with redis.primary.client() as primary:
+                    return bool(primary.exists(late_key))
+
+            await eventually(written_on_the_cut_off_side, 10)
+        if "promoted" not in where:
+            with redis.replica.client() as promoted:
+                assert not promoted.exists(late_key), "the promoted replica heard from a server on the other side"
         assert all(UNACKED in error for error in errors), errors
-        assert fake_kube.requests("bind", "pods") == 1, "a bind decided on the cut-off side"
+        assert fake_kube.requests("bind", "pods") == 1, "a bind was decided during the partition"
         assert [c.node_of(pod) for pod in pods] == [NODE, "", "", ""]
 
         reconnect(redis.primary)
         demoted_after = await asyncio.to_thread(wait_replica_of, redis.primary, redis.replica)
 
-        # kube-scheduler tries each pod again until it binds, on either replica.
-        results = {pod["metadata"]["name"]: "not tried" for pod in pods[1:]}
-        deadline = time.monotonic() + 60
-        while any(results.values()) and time.monotonic() < deadline:
-            for i, pod in enumerate(pods[1:]):
-                if results[pod["metadata"]["name"]]:
-                    results[pod["metadata"]["name"]] = await c.bind(i, pod, NODE)
-            await asyncio.sleep(0.5)
-        assert not any(results.values()), results
+        await bind_until_bound(c, pods[1:], NODE)
         assert [c.node_of(pod) for pod in pods] == [NODE] * 4
         assert fake_kube.requests("bind", "pods") == 4, "each pod bound once"
 
@@ -106,8 +133,46 @@ async def test_a_primary_cut_off_from_its_sentinels_decides_no_bind_and_the_heal
         logs = [server.log(tail=None) for server in server_processes]
         assert all("Traceback" not in log for log in logs), logs
         print(
-            f"split brain: replica promoted {promoted_after:.1f}s after the cut, old primary a replica "
-            f"{demoted_after:.1f}s after the heal; all bound {time.monotonic() - cut_at:.1f}s after the cut"
+            f"split brain (servers on {where}): replica promoted {promoted_after:.1f}s after the cut, old primary "
+            f"a replica {demoted_after:.1f}s after the heal; all bound {time.monotonic() - cut_at:.1f}s after the cut"
         )
+    finally:
+        await c.http.aclose()
+
+
+async def test_a_gang_during_a_split_brain_binds_no_member_and_binds_whole_after_the_heal(
+    partitionable_sentinel_set: SentinelSet, fake_kube: FakeKube, server_processes: list[ServerProcess]
+) -> None:
+    redis = partitionable_sentinel_set
+    c, _ = await start(redis, fake_kube, server_processes)
+    try:
+        members = [gang_pod(f"g-{i}", NAMESPACE, "train", minimum=3) for i in range(3)]
+        pods = await c.create([gpu_node(NODE, 8)], members)
+        cut_off(redis.primary)
+        await asyncio.to_thread(redis.wait_promoted, redis.replica)
+
+        # Every member's bind, spread over both replicas, each of which may be on either side: a gang
+        # assembled on one side cannot bind there, and arrivals split over both sides never assemble.
+        binds = [asyncio.create_task(c.bind(i, pod, NODE)) for i, pod in enumerate(pods)]
+        answers = await asyncio.wait_for(asyncio.gather(*binds), 40)
+        where = await asyncio.to_thread(sides, c, redis)
+        assert all(answers), f"a member bound during the partition (servers on {where}): {answers}"
+        assert fake_kube.requests("bind", "pods") == 0, "no member may reach the API"
+        assert [c.node_of(pod) for pod in pods] == ["", "", ""]
+
+        reconnect(redis.primary)
+        await asyncio.to_thread(wait_replica_of, redis.primary, redis.replica)
+        # The retries assemble the gang again on the new primary: held calls until the last one arrives.
+        retried = [asyncio.create_task(bind_until_bound(c, [pod], NODE)) for pod in pods]
+        await asyncio.wait_for(asyncio.gather(*retried), 90)
+        assert [c.node_of(pod) for pod in pods] == [NODE] * 3
+        assert fake_kube.requests("bind", "pods") == 3, "each member bound once"
+        for i in range(len(server_processes)):
+
+            async def reserved(i: int = i) -> bool:
+                return await c.gpus_requested(i, NODE) == 3
+
+            await eventually(reserved, 30)
+        print(f"gang across a split brain (servers on {where}): answers during the partition {answers}")
     finally:
         await c.http.aclose()
