@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -40,9 +41,13 @@ NODE, LATE_NODE = "sb-n1", "sb-n2"
 UNACKED = "reached 0 of the 1 Redis replicas asked for"
 
 
-async def start(redis: SentinelSet, fake_kube: FakeKube, servers: list[ServerProcess]) -> tuple[Cluster, str]:
-    """Two ready replicas on the Sentinel set that bind only on reservations a Redis replica holds; the
-    cluster and the replicas' key prefix."""
+@pytest.fixture
+async def split(
+    partitionable_sentinel_set: SentinelSet, fake_kube: FakeKube, server_processes: list[ServerProcess]
+) -> AsyncIterator[tuple[SentinelSet, Cluster, str]]:
+    """Two ready replicas on the Sentinel set that bind only on reservations a Redis replica holds: the
+    set, the cluster and the replicas' key prefix."""
+    redis, servers = partitionable_sentinel_set, server_processes
     env = {
         **redis.env(),
         "EXTENDER_REDIS_URL": f"redis://{APP_USER}:{APP_PASSWORD}@/0",
@@ -60,7 +65,9 @@ async def start(redis: SentinelSet, fake_kube: FakeKube, servers: list[ServerPro
     servers.extend(ServerProcess(env, f"sb-r{i}") for i in (1, 2))
     for server in servers:
         await asyncio.to_thread(server.wait_ready)
-    return Cluster(fake_kube, servers), env["EXTENDER_REDIS_PREFIX"]
+    c = Cluster(fake_kube, servers)
+    yield redis, c, env["EXTENDER_REDIS_PREFIX"]
+    await c.http.aclose()
 
 
 def sides(c: Cluster, redis: SentinelSet) -> list[str]:
@@ -82,97 +89,89 @@ async def bind_until_bound(c: Cluster, pods: list[Json], node: str) -> None:
 
 
 async def test_a_primary_cut_off_from_its_sentinels_decides_no_bind_and_the_healed_set_binds_on_the_new_primary(
-    partitionable_sentinel_set: SentinelSet, fake_kube: FakeKube, server_processes: list[ServerProcess]
+    split: tuple[SentinelSet, Cluster, str], fake_kube: FakeKube
 ) -> None:
-    redis = partitionable_sentinel_set
-    c, prefix = await start(redis, fake_kube, server_processes)
-    try:
-        pods = await c.create([gpu_node(NODE, 8)], [gang_pod(f"p-{i}", NAMESPACE, None) for i in range(4)])
-        assert await c.bind(0, pods[0], NODE) == ""
+    redis, c, prefix = split
+    pods = await c.create([gpu_node(NODE, 8)], [gang_pod(f"p-{i}", NAMESPACE, None) for i in range(4)])
+    assert await c.bind(0, pods[0], NODE) == ""
 
-        cut_off(redis.primary)
-        cut_at = time.monotonic()
-        promoted_after = await asyncio.to_thread(redis.wait_promoted, redis.replica)
-        # The API changes while the servers write to the side that will lose: the watch leader's record
-        # of this node must come back on the new primary.
-        fake_kube.client.create(gpu_node(LATE_NODE, 8))
-        late_key = f"{prefix}:node:{LATE_NODE}"
-        errors = [await c.bind(i, pod, NODE) for i, pod in enumerate(pods[1:3])]
-        where = await asyncio.to_thread(sides, c, redis)
-        # A leader on the old primary's side (the old leader, or the other server once the old one's
-        # lease there lapsed) writes the new node there; the promoted replica hears of it only from a
-        # server on its side.
-        if "cut off" in where:
+    cut_off(redis.primary)
+    cut_at = time.monotonic()
+    promoted_after = await asyncio.to_thread(redis.wait_promoted, redis.replica)
+    # The API changes while the servers write to the side that will lose: the watch leader's record
+    # of this node must come back on the new primary.
+    fake_kube.client.create(gpu_node(LATE_NODE, 8))
+    late_key = f"{prefix}:node:{LATE_NODE}"
+    errors = [await c.bind(i, pod, NODE) for i, pod in enumerate(pods[1:3])]
+    where = await asyncio.to_thread(sides, c, redis)
+    # A leader on the old primary's side (the old leader, or the other server once the old one's
+    # lease there lapsed) writes the new node there; the promoted replica hears of it only from a
+    # server on its side.
+    if "cut off" in where:
 
-            async def written_on_the_cut_off_side() -> bool:
-                with redis.primary.client() as primary:
-                    return bool(primary.exists(late_key))
+        async def written_on_the_cut_off_side() -> bool:
+            with redis.primary.client() as primary:
+                return bool(primary.exists(late_key))
 
-            await eventually(written_on_the_cut_off_side, 10)
-        if "promoted" not in where:
-            with redis.replica.client() as promoted:
-                assert not promoted.exists(late_key), "the promoted replica heard from a server on the other side"
-        assert all(UNACKED in error for error in errors), errors
-        assert fake_kube.requests("bind", "pods") == 1, "a bind was decided during the partition"
-        assert [c.node_of(pod) for pod in pods] == [NODE, "", "", ""]
+        await eventually(written_on_the_cut_off_side, 10)
+    if "promoted" not in where:
+        with redis.replica.client() as promoted:
+            assert not promoted.exists(late_key), "the promoted replica heard from a server on the other side"
+    assert all(UNACKED in error for error in errors), errors
+    assert fake_kube.requests("bind", "pods") == 1, "a bind was decided during the partition"
+    assert [c.node_of(pod) for pod in pods] == [NODE, "", "", ""]
 
-        reconnect(redis.primary)
-        demoted_after = await asyncio.to_thread(wait_replica_of, redis.primary, redis.replica)
+    reconnect(redis.primary)
+    demoted_after = await asyncio.to_thread(wait_replica_of, redis.primary, redis.replica)
 
-        await bind_until_bound(c, pods[1:], NODE)
-        assert [c.node_of(pod) for pod in pods] == [NODE] * 4
-        assert fake_kube.requests("bind", "pods") == 4, "each pod bound once"
+    await bind_until_bound(c, pods[1:], NODE)
+    assert [c.node_of(pod) for pod in pods] == [NODE] * 4
+    assert fake_kube.requests("bind", "pods") == 4, "each pod bound once"
 
-        for i in range(len(server_processes)):
+    for i in range(len(c.servers)):
 
-            async def agrees(i: int = i) -> bool:
-                late = await c.http.get(f"{c.server(i).url}/v1/nodes/{LATE_NODE}")
-                return late.status_code == 200 and await c.gpus_requested(i, NODE) == 4
+        async def agrees(i: int = i) -> bool:
+            late = await c.http.get(f"{c.server(i).url}/v1/nodes/{LATE_NODE}")
+            return late.status_code == 200 and await c.gpus_requested(i, NODE) == 4
 
-            await eventually(agrees, 30)
-        logs = [server.log(tail=None) for server in server_processes]
-        assert all("Traceback" not in log for log in logs), logs
-        print(
-            f"split brain (servers on {where}): replica promoted {promoted_after:.1f}s after the cut, old primary "
-            f"a replica {demoted_after:.1f}s after the heal; all bound {time.monotonic() - cut_at:.1f}s after the cut"
-        )
-    finally:
-        await c.http.aclose()
+        await eventually(agrees, 30)
+    logs = [server.log(tail=None) for server in c.servers]
+    assert all("Traceback" not in log for log in logs), logs
+    print(
+        f"split brain (servers on {where}): replica promoted {promoted_after:.1f}s after the cut, old primary "
+        f"a replica {demoted_after:.1f}s after the heal; all bound {time.monotonic() - cut_at:.1f}s after the cut"
+    )
 
 
 async def test_a_gang_during_a_split_brain_binds_no_member_and_binds_whole_after_the_heal(
-    partitionable_sentinel_set: SentinelSet, fake_kube: FakeKube, server_processes: list[ServerProcess]
+    split: tuple[SentinelSet, Cluster, str], fake_kube: FakeKube
 ) -> None:
-    redis = partitionable_sentinel_set
-    c, _ = await start(redis, fake_kube, server_processes)
-    try:
-        members = [gang_pod(f"g-{i}", NAMESPACE, "train", minimum=3) for i in range(3)]
-        pods = await c.create([gpu_node(NODE, 8)], members)
-        cut_off(redis.primary)
-        await asyncio.to_thread(redis.wait_promoted, redis.replica)
+    redis, c, _ = split
+    members = [gang_pod(f"g-{i}", NAMESPACE, "train", minimum=3) for i in range(3)]
+    pods = await c.create([gpu_node(NODE, 8)], members)
+    cut_off(redis.primary)
+    await asyncio.to_thread(redis.wait_promoted, redis.replica)
 
-        # Every member's bind, spread over both replicas, each of which may be on either side: a gang
-        # assembled on one side cannot bind there, and arrivals split over both sides never assemble.
-        binds = [asyncio.create_task(c.bind(i, pod, NODE)) for i, pod in enumerate(pods)]
-        answers = await asyncio.wait_for(asyncio.gather(*binds), 40)
-        where = await asyncio.to_thread(sides, c, redis)
-        assert all(answers), f"a member bound during the partition (servers on {where}): {answers}"
-        assert fake_kube.requests("bind", "pods") == 0, "no member may reach the API"
-        assert [c.node_of(pod) for pod in pods] == ["", "", ""]
+    # Every member's bind, spread over both replicas, each of which may be on either side: a gang
+    # assembled on one side cannot bind there, and arrivals split over both sides never assemble.
+    binds = [asyncio.create_task(c.bind(i, pod, NODE)) for i, pod in enumerate(pods)]
+    answers = await asyncio.wait_for(asyncio.gather(*binds), 40)
+    where = await asyncio.to_thread(sides, c, redis)
+    assert all(answers), f"a member bound during the partition (servers on {where}): {answers}"
+    assert fake_kube.requests("bind", "pods") == 0, "no member may reach the API"
+    assert [c.node_of(pod) for pod in pods] == ["", "", ""]
 
-        reconnect(redis.primary)
-        await asyncio.to_thread(wait_replica_of, redis.primary, redis.replica)
-        # The retries assemble the gang again on the new primary: held calls until the last one arrives.
-        retried = [asyncio.create_task(bind_until_bound(c, [pod], NODE)) for pod in pods]
-        await asyncio.wait_for(asyncio.gather(*retried), 90)
-        assert [c.node_of(pod) for pod in pods] == [NODE] * 3
-        assert fake_kube.requests("bind", "pods") == 3, "each member bound once"
-        for i in range(len(server_processes)):
+    reconnect(redis.primary)
+    await asyncio.to_thread(wait_replica_of, redis.primary, redis.replica)
+    # The retries assemble the gang again on the new primary: held calls until the last one arrives.
+    retried = [asyncio.create_task(bind_until_bound(c, [pod], NODE)) for pod in pods]
+    await asyncio.wait_for(asyncio.gather(*retried), 90)
+    assert [c.node_of(pod) for pod in pods] == [NODE] * 3
+    assert fake_kube.requests("bind", "pods") == 3, "each member bound once"
+    for i in range(len(c.servers)):
 
-            async def reserved(i: int = i) -> bool:
-                return await c.gpus_requested(i, NODE) == 3
+        async def reserved(i: int = i) -> bool:
+            return await c.gpus_requested(i, NODE) == 3
 
-            await eventually(reserved, 30)
-        print(f"gang across a split brain (servers on {where}): answers during the partition {answers}")
-    finally:
-        await c.http.aclose()
+        await eventually(reserved, 30)
+    print(f"gang across a split brain (servers on {where}): answers during the partition {answers}")
