@@ -232,7 +232,8 @@ async def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
             started = time.perf_counter()
             count = args.warmup + args.iterations
             distinct = args.pod_stream == "distinct"
-            await load_cluster(store, epoch, nodes, pods, scenario_pods(False, count, distinct))
+            plain_pods, affinity_pods = scenario_pods(False, count, distinct), scenario_pods(True, count, distinct)
+            await load_cluster(store, epoch, nodes, pods, plain_pods)
             load_seconds = time.perf_counter() - started
 
             started = time.perf_counter()
@@ -261,13 +262,13 @@ async def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
             clients = [http_client.client(base_url=url, timeout=30.0) for url in urls]
             try:
                 plain, *plain_rest = run_scenario(
-                    clients, pids, names, scenario_pods(False, count, distinct), args, seed=2, compared=len(replicas)
+                    clients, pids, names, plain_pods, args, seed=2, compared=len(replicas)
                 )
-                generation, rewritten = await add_affinity(store, epoch, pods, scenario_pods(True, count, distinct))
+                generation, rewritten = await add_affinity(store, epoch, pods, affinity_pods)
                 for client in clients[: len(replicas)]:
                     wait_generation(client, generation)
                 affinity, *affinity_rest = run_scenario(
-                    clients, pids, names, scenario_pods(True, count, distinct), args, seed=3, compared=len(replicas)
+                    clients, pids, names, affinity_pods, args, seed=3, compared=len(replicas)
                 )
                 affinity["existing_pods_with_anti_affinity"] = rewritten
                 rss_mb = resident_mb(replica.proc.pid)

@@ -20,11 +20,6 @@ from tests.plugins.fake_kube import FakeKube, FakeKubeTLS, MakeKube, StartFakeKu
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture
-def make_kube(kube_clients: MakeKube) -> MakeKube:
-    return kube_clients
-
-
 def with_user(user: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
     def edit(config: dict[str, Any]) -> None:
         config["users"][0]["user"] = user
@@ -57,19 +52,19 @@ CREDENTIALS = ("url-and-token", "kubeconfig-token", "token-file", "exec-plugin")
 
 @pytest.mark.parametrize("credentials", CREDENTIALS)
 async def test_bindings_take_the_direct_lane_with_each_form_of_token(
-    fake_kube: FakeKube, make_kube: MakeKube, tmp_path: Path, credentials: str
+    fake_kube: FakeKube, kube_clients: MakeKube, tmp_path: Path, credentials: str
 ) -> None:
     token_file = tmp_path / "token"
     token_file.write_text(fake_kube.token + "\n")
     if credentials == "url-and-token":
-        kube = make_kube(url=fake_kube.url, token=fake_kube.token)
+        kube = kube_clients(url=fake_kube.url, token=fake_kube.token)
     else:
         user = {
             "kubeconfig-token": {"token": fake_kube.token},
             "token-file": {"tokenFile": str(token_file)},
             "exec-plugin": exec_plugin(tmp_path, token_file),
         }[credentials]
-        kube = make_kube(kubeconfig=fake_kube.edited_kubeconfig(tmp_path / "kubeconfig", with_user(user)))
+        kube = kube_clients(kubeconfig=fake_kube.edited_kubeconfig(tmp_path / "kubeconfig", with_user(user)))
     assert kube.direct is not None
 
     statuses = [await bind_new_pod(fake_kube, kube, "lane", f"p{i}") for i in range(3)]
@@ -82,12 +77,12 @@ async def test_bindings_take_the_direct_lane_with_each_form_of_token(
 
 @pytest.mark.parametrize("credentials", ["token-file", "exec-plugin"])
 async def test_a_rotated_token_is_renewed_through_httpx_and_then_sent_directly(
-    fake_kube: FakeKube, make_kube: MakeKube, tmp_path: Path, credentials: str
+    fake_kube: FakeKube, kube_clients: MakeKube, tmp_path: Path, credentials: str
 ) -> None:
     token_file = tmp_path / "token"
     token_file.write_text(fake_kube.token)
     user = {"tokenFile": str(token_file)} if credentials == "token-file" else exec_plugin(tmp_path, token_file)
-    kube = make_kube(kubeconfig=fake_kube.edited_kubeconfig(tmp_path / "kubeconfig", with_user(user)))
+    kube = kube_clients(kubeconfig=fake_kube.edited_kubeconfig(tmp_path / "kubeconfig", with_user(user)))
     assert kube.direct is not None
     assert [await bind_new_pod(fake_kube, kube, "rotate", f"before{i}") for i in range(2)] == [BindStatus.BOUND] * 2
     assert kube.direct.posted == 1
@@ -101,8 +96,8 @@ async def test_a_rotated_token_is_renewed_through_httpx_and_then_sent_directly(
     assert kube.direct.posted == 2, "the renewed token is sent directly"
 
 
-async def test_a_bad_static_token_is_refused_as_through_httpx(fake_kube: FakeKube, make_kube: MakeKube) -> None:
-    kube = make_kube(url=fake_kube.url, token="wrong")
+async def test_a_bad_static_token_is_refused_as_through_httpx(fake_kube: FakeKube, kube_clients: MakeKube) -> None:
+    kube = kube_clients(url=fake_kube.url, token="wrong")
     assert kube.direct is not None
     pod = fake_kube.client.create(make_pod("refused", namespace="bad"))
 
@@ -113,19 +108,19 @@ async def test_a_bad_static_token_is_refused_as_through_httpx(fake_kube: FakeKub
 
 
 async def test_client_certificate_credentials_take_the_lane(
-    fake_kube_factory: StartFakeKube, make_kube: MakeKube, tmp_path: Path
+    fake_kube_factory: StartFakeKube, kube_clients: MakeKube, tmp_path: Path
 ) -> None:
     server = fake_kube_factory(token="", tls=FakeKubeTLS.create(tmp_path, client_auth=True))
-    kube = make_kube(kubeconfig=str(server.kubeconfig_path))
+    kube = kube_clients(kubeconfig=str(server.kubeconfig_path))
     assert kube.direct is not None
 
     assert [await bind_new_pod(server, kube, "certs", f"p{i}") for i in range(2)] == [BindStatus.BOUND] * 2
     assert kube.direct.posted == 2
 
 
-async def test_a_name_cannot_reach_another_path_through_the_lane(fake_kube: FakeKube, make_kube: MakeKube) -> None:
+async def test_a_name_cannot_reach_another_path_through_the_lane(fake_kube: FakeKube, kube_clients: MakeKube) -> None:
     """The lane sends the path as encoded: a pod name of dots and slashes stays one path segment."""
-    kube = make_kube(url=fake_kube.url, token=fake_kube.token)
+    kube = kube_clients(url=fake_kube.url, token=fake_kube.token)
     fake_kube.client.create(make_pod("target", namespace="paths"))
 
     for name in ("..", "../target", "target/../../../nodes"):
@@ -135,19 +130,19 @@ async def test_a_name_cannot_reach_another_path_through_the_lane(fake_kube: Fake
     assert kube.direct is not None and kube.direct.posted == 3
 
 
-async def test_the_httpx_transport_has_no_lane(fake_kube: FakeKube, make_kube: MakeKube) -> None:
-    kube = make_kube(transport="httpx", url=fake_kube.url, token=fake_kube.token)
+async def test_the_httpx_transport_has_no_lane(fake_kube: FakeKube, kube_clients: MakeKube) -> None:
+    kube = kube_clients(transport="httpx", url=fake_kube.url, token=fake_kube.token)
     assert kube.direct is None
     assert await bind_new_pod(fake_kube, kube, "plain", "p") is BindStatus.BOUND
 
 
 async def test_without_httpx_s_transport_lookup_there_is_no_lane(
-    fake_kube: FakeKube, make_kube: MakeKube, monkeypatch: pytest.MonkeyPatch
+    fake_kube: FakeKube, kube_clients: MakeKube, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The lane finds its transport through a method httpx does not make public; a release that renames
     # it leaves the binds to httpx rather than failing the client's construction.
     assert callable(getattr(httpx.AsyncClient, direct_post.TRANSPORT_LOOKUP, None)), "httpx renamed it"
     monkeypatch.setattr(direct_post, "TRANSPORT_LOOKUP", "_renamed_by_a_later_httpx")
-    kube = make_kube(url=fake_kube.url, token=fake_kube.token)
+    kube = kube_clients(url=fake_kube.url, token=fake_kube.token)
     assert kube.direct is None
     assert await bind_new_pod(fake_kube, kube, "plain", "p") is BindStatus.BOUND

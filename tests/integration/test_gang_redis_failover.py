@@ -81,13 +81,13 @@ async def hold_two(c: Cluster, pods: list[dict[str, Any]]) -> list[asyncio.Task[
     return held
 
 
-async def reserved_everywhere(c: Cluster, gpus: int) -> None:
+async def reserved_everywhere(c: Cluster, gpus: int, node: str = NODE, timeout: float = 15) -> None:
     for i in range(len(c.servers)):
 
         async def reserved(i: int = i) -> bool:
-            return await c.gpus_requested(i, NODE) == gpus
+            return await c.gpus_requested(i, node) == gpus
 
-        await eventually(reserved, 15)
+        await eventually(reserved, timeout)
 
 
 # What a held call meets depends on its arrival lease against the outage (about 2 s here): a short lease

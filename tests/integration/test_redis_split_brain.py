@@ -23,6 +23,7 @@ from devstack import http_client
 from devstack.replica import ServerProcess
 from tests.gang_support import gpu_node
 from tests.integration.test_gang_http import GANG_ENV, Cluster, Json, gang_pod
+from tests.integration.test_gang_redis_failover import reserved_everywhere
 from tests.plugins.fake_kube import FakeKube
 from tests.plugins.redis_replication import (
     APP_PASSWORD,
@@ -171,10 +172,5 @@ async def test_a_gang_during_a_split_brain_binds_no_member_and_binds_whole_after
     await asyncio.wait_for(asyncio.gather(*retried), 90)
     assert [c.node_of(pod) for pod in pods] == [NODE] * 3
     assert fake_kube.requests("bind", "pods") == 3, "each member bound once"
-    for i in range(len(c.servers)):
-
-        async def reserved(i: int = i) -> bool:
-            return await c.gpus_requested(i, NODE) == 3
-
-        await eventually(reserved, 30)
+    await reserved_everywhere(c, 3, NODE, timeout=30)
     print(f"gang across a split brain (servers on {where}): answers during the partition {answers}")
