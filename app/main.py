@@ -60,6 +60,7 @@ def create_app(settings: Settings | None = None, *, redis_embedded: bool = False
             )
         # One pool per process (URL or Sentinel); it blocks for a free connection instead of failing a burst.
         pool = state.redis_pool = RedisPool(settings.redis_target(), settings.pool_options)
+        pool.start()
         telemetry = state.metrics.engine
         state.redis = InstrumentedRedis(connection_pool=pool.pool, telemetry=telemetry)
         state.runtime = ClusterRuntime(state.redis, settings.runtime_config, telemetry)

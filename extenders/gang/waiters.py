@@ -23,6 +23,7 @@ from extenders.aio import cancel_and_wait, cancelling
 from extenders.gang.config import GangConfig
 from extenders.gang.state import GangStore
 from extenders.logs import FailureLog, detached
+from extenders.sync.redis_connect import reaches_primary
 
 log = logging.getLogger(__name__)
 
@@ -203,6 +204,7 @@ class GangEvents:
         failures = FailureLog(log, "gang pub/sub (polling covers while it is down)")
         while True:
             pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
+            pool = self.redis.connection_pool
             try:
                 channels = [self.channel] + ([self.nudge_channel] if self.on_nudge and self.nudge_channel else [])
                 await pubsub.subscribe(*channels)
@@ -213,6 +215,8 @@ class GangEvents:
                 while True:
                     message = await pubsub.get_message(timeout=1.0)
                     if message is None:
+                        if pubsub.connection is not None and not reaches_primary(pool, pubsub.connection):
+                            break  # Sentinel named another primary: subscribe there
                         continue
                     if self.on_nudge is not None and message.get("channel") == nudges:
                         self.on_nudge()

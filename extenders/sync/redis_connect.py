@@ -8,6 +8,8 @@ promoted replica may lack writes the old primary acknowledged.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import secrets
 from dataclasses import dataclass, field
@@ -37,6 +39,7 @@ from redis.maint_notifications import MaintNotificationsConfig
 from redis.retry import Retry
 
 from extenders import lua
+from extenders.aio import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +100,7 @@ class PoolOptions:
     timeout: float = 3.0  # connect and read timeout, and the wait for a pooled connection
     history_prefix: str | None = None  # the key prefix whose store history ServerCheck guards; None: no check
     client_name: str | None = None  # CLIENT SETNAME of every connection (operators see who holds them)
+    primary_check_seconds: float = 1.0  # how often a Sentinel pool asks which server is the primary
 
 
 def _info_fields(raw: Any) -> dict[str, str]:
@@ -191,13 +195,47 @@ class CheckedSentinelSSLConnection(ServerCheck, SentinelManagedSSLConnection):
 
 
 class BlockingSentinelConnectionPool(SentinelConnectionPool, BlockingConnectionPool):
-    """Sentinel's pool (connections go to the primary Sentinel names, idle ones are dropped when it
-    changes) that waits for a free connection, as the URL pool does, instead of failing a burst."""
+    """Sentinel's pool, which waits for a free connection as the URL pool does instead of failing a burst.
+
+    redis-py drops only idle connections when Sentinel names another primary; one in use then goes back
+    to the pool still connected to the old server. If that server is alive (a split brain), the replica
+    would go on using both, so such a connection is closed when it comes back, and holders of long-lived
+    connections ask ``reaches_primary`` before each use."""
 
     @property
     def primary(self) -> str | None:
         address = self.master_address
         return f"{address[0]}:{address[1]}" if address else None
+
+    def reaches_primary(self, connection: AbstractConnection) -> bool:
+        """False for an open connection to a server Sentinel no longer names the primary."""
+        address: tuple[str, int] | None = self.master_address
+        if address is None or not connection.is_connected:
+            return True
+        return (getattr(connection, "host", None), getattr(connection, "port", None)) == address
+
+    async def get_master_address(self) -> tuple[str, int]:
+        address: tuple[str, int] = await self.sentinel_manager.discover_master(self.service_name)
+        if self.master_address != address:
+            previous, self.master_address = self.master_address, address
+            await self.disconnect(inuse_connections=False)
+            if previous is not None:
+                log.warning(
+                    "Sentinel names %s:%s the primary (was %s:%s): connections to the old one are closed",
+                    *address,
+                    *previous,
+                )
+        return address
+
+    async def release(self, connection: AbstractConnection) -> None:
+        if not self.reaches_primary(connection):
+            await connection.disconnect()
+        await super().release(connection)
+
+
+def reaches_primary(pool: aredis.ConnectionPool, connection: AbstractConnection) -> bool:
+    """Whether a connection held outside the pool's checkout still goes to the primary (always, without Sentinel)."""
+    return not isinstance(pool, BlockingSentinelConnectionPool) or pool.reaches_primary(connection)
 
 
 _CHECKED_CLASS: dict[type[AbstractConnection], type[AbstractConnection]] = {
@@ -226,6 +264,8 @@ class RedisPool:
     def __init__(self, target: RedisTarget, options: PoolOptions) -> None:
         self.target = target
         self.sentinel: Sentinel | None = None
+        self._check_interval = options.primary_check_seconds
+        self._follower: asyncio.Task[None] | None = None
         url_options = target.url_options()
         kind: type[AbstractConnection] = url_options.pop("connection_class", Connection)
         tls = kind is SSLConnection
@@ -273,7 +313,24 @@ class RedisPool:
         """The primary's address as Sentinel last named it (None: no Sentinel, or not asked yet)."""
         return self.pool.primary if isinstance(self.pool, BlockingSentinelConnectionPool) else None
 
+    def start(self) -> None:
+        """Under Sentinel, ask it every ``primary_check_seconds`` which server is the primary.
+
+        redis-py asks only when it opens a connection, so a replica whose connections all stay open
+        would never leave a primary that Sentinel replaced but that is still reachable."""
+        if isinstance(self.pool, BlockingSentinelConnectionPool) and self._follower is None:
+            self._follower = asyncio.create_task(self._follow(self.pool), name="redis-primary-check")
+
+    async def _follow(self, pool: BlockingSentinelConnectionPool) -> None:
+        while True:
+            await asyncio.sleep(self._check_interval)
+            # No Sentinel answering is not news: connections fail on their own if the primary is gone.
+            with contextlib.suppress(RedisError, OSError):
+                await pool.get_master_address()
+
     async def aclose(self) -> None:
+        if self._follower is not None:
+            await cancel_and_wait(self._follower)
         await self.pool.disconnect()
         if self.sentinel is not None:
             await self.sentinel.aclose()

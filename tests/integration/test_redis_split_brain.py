@@ -1,13 +1,13 @@
 """A split brain, with real processes: the Redis primary cut off from its Sentinels and its replica while
 both server processes still reach it, the Sentinels promote the replica, and the partition heals.
 
-A server keeps the connections it has (nothing tells it to leave the old primary); one that needs a new
-connection during the failover asks the Sentinels and lands on the promoted replica. So the servers may
-end up on one side or on both, and the old primary keeps taking the writes of those left with it.
-Nothing written on either side may decide a bind: a reservation must reach a replica first
-(``EXTENDER_REDIS_MIN_REPLICAS_ACK``), and neither side has one. When the partition heals, the Sentinels
-turn the old primary into a replica of the new one and its writes are thrown away; the servers must find
-the new primary, rebuild what was lost, and bind again.
+The old primary stays reachable, so nothing but Sentinel tells a server to leave it: each server asks
+Sentinel every second and closes every connection to the old primary, including the ones it holds
+outside the pool's checkout (the catch-up reader, the gang subscription). Until it has moved, the old
+primary takes its writes. Nothing written on either side may decide a bind: a reservation must reach a
+replica first (``EXTENDER_REDIS_MIN_REPLICAS_ACK``), and neither side has one. When the partition heals,
+the Sentinels turn the old primary into a replica of the new one and its writes are thrown away; the
+servers must have rebuilt on the new primary what was lost, and bind again.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from tests.plugins.fake_kube import FakeKube
 from tests.plugins.redis_replication import (
     APP_PASSWORD,
     APP_USER,
+    RedisNode,
     SentinelSet,
     cut_off,
     reconnect,
@@ -71,9 +72,25 @@ async def split(
 
 
 def sides(c: Cluster, redis: SentinelSet) -> list[str]:
-    """For each server, the Redis its connections go to: ``cut off`` (the old primary) or ``promoted``."""
+    """For each server, the Redis Sentinel last named to it: ``cut off`` (the old primary) or ``promoted``."""
     names = {redis.primary.address: "cut off", redis.replica.address: "promoted"}
     return [names[http_client.get(f"{server.url}/readyz").json()["redis_primary"]] for server in c.servers]
+
+
+def server_connections(node: RedisNode) -> list[str]:
+    """The names of the server processes' connections open on ``node``."""
+    with node.client() as client:
+        return [c["name"] for c in client.client_list() if c["name"].startswith("kube-gang-extender:")]
+
+
+async def both_moved(c: Cluster, redis: SentinelSet) -> None:
+    """Both servers leave the old primary, every connection of theirs, within seconds of the promotion."""
+
+    async def moved() -> bool:
+        on_old = await asyncio.to_thread(server_connections, redis.primary)
+        return await asyncio.to_thread(sides, c, redis) == ["promoted"] * 2 and not on_old
+
+    await eventually(moved, 10)
 
 
 async def bind_until_bound(c: Cluster, pods: list[Json], node: str, first: int = 0) -> None:
@@ -104,25 +121,26 @@ async def test_a_primary_cut_off_from_its_sentinels_decides_no_bind_and_the_heal
     fake_kube.client.create(gpu_node(LATE_NODE, 8))
     late_key = f"{prefix}:node:{LATE_NODE}"
     errors = [await c.bind(i, pod, NODE) for i, pod in enumerate(pods[1:3])]
-    where = await asyncio.to_thread(sides, c, redis)
-    # A leader on the old primary's side (the old leader, or the other server once the old one's
-    # lease there lapsed) writes the new node there; the promoted replica hears of it only from a
-    # server on its side.
-    if "cut off" in where:
-
-        async def written_on_the_cut_off_side() -> bool:
-            with redis.primary.client() as primary:
-                return bool(primary.exists(late_key))
-
-        await eventually(written_on_the_cut_off_side, 10)
-    if "promoted" not in where:
-        with redis.replica.client() as promoted:
-            assert not promoted.exists(late_key), "the promoted replica heard from a server on the other side"
     # Mostly the acknowledgement's refusal; a server that is just moving to the promoted side may answer
     # that Redis is unreachable instead. Either way an error, and nothing reaches the API.
     assert all(errors), errors
     assert fake_kube.requests("bind", "pods") == 1, "a bind was decided during the partition"
     assert [c.node_of(pod) for pod in pods] == [NODE, "", "", ""]
+
+    await both_moved(c, redis)
+    moved_after = time.monotonic() - cut_at
+
+    # The leader on the promoted side writes the node created meanwhile there, and keeps its lease: a
+    # server using both sides at once would lose it there and win it back, term after term, relisting each.
+    async def written_on_the_promoted_side() -> bool:
+        with redis.replica.client() as promoted:
+            return bool(promoted.exists(late_key))
+
+    await eventually(written_on_the_promoted_side, 10)
+    with redis.replica.client() as promoted:
+        epoch = promoted.get(f"{prefix}:epoch")
+        await asyncio.sleep(3 * 2)  # three lease lengths (EXTENDER_LEASE_SECONDS)
+        assert promoted.get(f"{prefix}:epoch") == epoch, "the leader lost its lease on the promoted side"
 
     reconnect(redis.primary)
     demoted_after = await asyncio.to_thread(wait_replica_of, redis.primary, redis.replica)
@@ -140,10 +158,11 @@ async def test_a_primary_cut_off_from_its_sentinels_decides_no_bind_and_the_heal
         await eventually(agrees, 30)
     logs = [server.log(tail=None) for server in c.servers]
     assert all("Traceback" not in log for log in logs), logs
+    assert all("Sentinel names" in log for log in logs), "each server says it moved"
     print(
-        f"split brain (servers on {where}): replica promoted {promoted_after:.1f}s after the cut, old primary "
-        f"a replica {demoted_after:.1f}s after the heal; all bound {time.monotonic() - cut_at:.1f}s after the cut; "
-        f"binds during the partition answered {errors}"
+        f"split brain: replica promoted {promoted_after:.1f}s after the cut, servers on it {moved_after:.1f}s, "
+        f"old primary a replica {demoted_after:.1f}s after the heal; all bound {time.monotonic() - cut_at:.1f}s "
+        f"after the cut; binds during the partition answered {errors}"
     )
 
 
@@ -164,6 +183,7 @@ async def test_a_gang_during_a_split_brain_binds_no_member_and_binds_whole_after
     assert all(answers), f"a member bound during the partition (servers on {where}): {answers}"
     assert fake_kube.requests("bind", "pods") == 0, "no member may reach the API"
     assert [c.node_of(pod) for pod in pods] == ["", "", ""]
+    await both_moved(c, redis)
 
     reconnect(redis.primary)
     await asyncio.to_thread(wait_replica_of, redis.primary, redis.replica)

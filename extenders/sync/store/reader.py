@@ -14,6 +14,7 @@ from extenders.model import NodeFacts, PodInfo
 from extenders.sync import kinds
 from extenders.sync.ops import PENDING
 from extenders.sync.records import decode_node_hash
+from extenders.sync.redis_connect import reaches_primary
 from extenders.sync.store.base import StoreBase, as_hash, pairs, text
 
 T = TypeVar("T")
@@ -108,6 +109,8 @@ class SnapshotReader(StoreBase):
         try:
             if self._reader is None:
                 self._reader = await pool.get_connection()  # type: ignore[no-untyped-call]
+            elif not reaches_primary(pool, self._reader):
+                await self._reader.disconnect()  # Sentinel named another primary: opened again below
             # The pool's own check at checkout: connected (a Sentinel-managed connection asks Sentinel
             # for the primary), and opened again if the server closed it.
             await pool.ensure_connection(self._reader)
