@@ -4,10 +4,11 @@ both server processes still reach it, the Sentinels promote the replica, and the
 The old primary stays reachable, so nothing but Sentinel tells a server to leave it: each server asks
 Sentinel every second and closes every connection to the old primary, including the ones it holds
 outside the pool's checkout (the catch-up reader, the gang subscription). Until it has moved, the old
-primary takes its writes. Nothing written on either side may decide a bind: a reservation must reach a
-replica first (``EXTENDER_REDIS_MIN_REPLICAS_ACK``), and neither side has one. When the partition heals,
-the Sentinels turn the old primary into a replica of the new one and its writes are thrown away; the
-servers must have rebuilt on the new primary what was lost, and bind again.
+primary takes its writes. With ``EXTENDER_REDIS_MIN_REPLICAS_ACK`` nothing written on either side may
+decide a bind: a reservation must reach a replica first, and neither side has one. Without it (the last
+test), binds go on and the promoted side must count from the API server the pods bound on the old side.
+When the partition heals, the Sentinels turn the old primary into a replica of the new one and its writes
+are thrown away; the servers must have rebuilt on the new primary what was lost, and bind again.
 """
 
 from __future__ import annotations
@@ -44,17 +45,20 @@ NODE, LATE_NODE = "sb-n1", "sb-n2"
 
 @pytest.fixture
 async def split(
-    partitionable_sentinel_set: SentinelSet, fake_kube: FakeKube, server_processes: list[ServerProcess]
+    partitionable_sentinel_set: SentinelSet,
+    fake_kube: FakeKube,
+    server_processes: list[ServerProcess],
+    request: pytest.FixtureRequest,
 ) -> AsyncIterator[tuple[SentinelSet, Cluster, str]]:
-    """Two ready replicas on the Sentinel set that bind only on reservations a Redis replica holds: the
-    set, the cluster and the replicas' key prefix."""
+    """Two ready replicas on the Sentinel set that bind only on reservations a Redis replica holds (or,
+    parametrized with ``"0"``, on any): the set, the cluster and the replicas' key prefix."""
     redis, servers = partitionable_sentinel_set, server_processes
     env = {
         **redis.env(),
         "EXTENDER_REDIS_URL": f"redis://{APP_USER}:{APP_PASSWORD}@/0",
         "EXTENDER_REDIS_PREFIX": f"sb{uuid.uuid4().hex[:8]}",
         "EXTENDER_REDIS_TIMEOUT_SECONDS": "2",
-        "EXTENDER_REDIS_MIN_REPLICAS_ACK": "1",
+        "EXTENDER_REDIS_MIN_REPLICAS_ACK": getattr(request, "param", "1"),
         "EXTENDER_REDIS_ACK_TIMEOUT_SECONDS": "0.5",
         "EXTENDER_KUBE_MODE": "on",
         "EXTENDER_KUBE_URL": fake_kube.url,
@@ -194,3 +198,43 @@ async def test_a_gang_during_a_split_brain_binds_no_member_and_binds_whole_after
     assert fake_kube.requests("bind", "pods") == 3, "each member bound once"
     await reserved_everywhere(c, 3, NODE, timeout=30)
     print(f"gang across a split brain (servers on {where}): answers during the partition {answers}")
+
+
+@pytest.mark.parametrize("split", ["0"], indirect=True)
+async def test_without_replica_acks_binds_go_on_and_the_promoted_side_counts_every_bound_pod(
+    split: tuple[SentinelSet, Cluster, str], fake_kube: FakeKube
+) -> None:
+    """The default (no ``WAIT``): a bind answered on the old primary's side before its server moved has its
+    reservation there only, and the old primary's writes are thrown away at the heal. The watch leader
+    on the promoted side must count that pod from the API server (its term's relist, or the watch) before
+    the heal, so that a later bind there cannot take the same capacity."""
+    redis, c, _ = split
+    pods = await c.create([gpu_node(NODE, 4)], [gang_pod(f"q-{i}", NAMESPACE, None) for i in range(5)])
+    assert await c.bind(0, pods[0], NODE) == ""
+    cut_off(redis.primary)
+    await asyncio.to_thread(redis.wait_promoted, redis.replica)
+    # At once, before the servers leave the old primary (a server caught moving answers an Error, and
+    # kube-scheduler tries again).
+    await bind_until_bound(c, pods[1:2], NODE)
+    await both_moved(c, redis)
+    await bind_until_bound(c, pods[2:4], NODE, first=1)
+    assert fake_kube.requests("bind", "pods") == 4, "each pod bound once"
+
+    async def counted_on_the_promoted_side(want: int) -> None:
+        for i in range(len(c.servers)):
+
+            async def counts(i: int = i) -> bool:
+                return await c.gpus_requested(i, NODE) == want
+
+            await eventually(counts, 15)
+
+    await counted_on_the_promoted_side(4)
+    # The node is full in both snapshots: the fifth pod is refused, not bound over capacity.
+    for i in range(len(c.servers)):
+        assert await c.bind(i, pods[4], NODE), "a bind past the node's capacity was answered"
+    assert c.node_of(pods[4]) == ""
+
+    reconnect(redis.primary)
+    await asyncio.to_thread(wait_replica_of, redis.primary, redis.replica)
+    await counted_on_the_promoted_side(4)
+    assert fake_kube.requests("bind", "pods") == 4
