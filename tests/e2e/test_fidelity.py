@@ -10,8 +10,9 @@ sides judge every pod on the same cluster. Every few pods a share of the bound o
 room, and the stream pauses until kube-scheduler's cache has surely seen the deletions too.
 
 Every pod has the same priority, so nothing is preempted and no pod is nominated: those paths are
-covered by table tests (tests/unit/test_preemption_fidelity.py) and by the preemption scenarios run
-on every release, as is in-place resize. Our replica follows the release it reads from the API server.
+covered by table tests (tests/unit/test_preemption_fidelity.py, tests/unit/test_filter_nominated.py)
+and by the preemption scenarios run on every release, as is in-place resize. Our replica follows the
+release it reads from the API server.
 """
 
 from __future__ import annotations

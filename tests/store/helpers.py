@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from extenders.model import NodeFacts, PodInfo
-from extenders.sync.store import Store
+from extenders.model import NodeFacts, PDBInfo, PodGroupInfo, PodInfo
+from extenders.sync.kinds import PDBS, PODGROUPS
+from extenders.sync.store import Op, Store
 
 
 def node(name: str, rv: str = "1", cpu: int = 4000, **kw: Any) -> NodeFacts:
@@ -48,3 +49,12 @@ async def pods_on(store: Store, name: str) -> dict[str, PodInfo]:
 
 async def pending(store: Store) -> set[str]:
     return await store.hash_keys("pending")
+
+
+async def seed(store: Store, epoch: int, nodes: int = 20, pods_per_node: int = 3) -> None:
+    """``nodes`` nodes ``n0``.. with ``pods_per_node`` pods each, a pending pod, a PDB and a pod group."""
+    ops = [Op.node(node(f"n{i}")) for i in range(nodes)]
+    ops += [Op.pod(pod(f"u{i}-{j}", f"n{i}")) for i in range(nodes) for j in range(pods_per_node)]
+    ops += [Op.pod(pod("pending-1")), PDBS.upsert(PDBInfo("default", "b1", {}, 1))]
+    ops.append(PODGROUPS.upsert(PodGroupInfo("default", "g1", 2)))
+    await store.apply(epoch, ops)

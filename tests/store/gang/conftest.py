@@ -1,4 +1,5 @@
-"""The ``replicas`` fixture: in-process gang replicas over one real Redis (tests/store/gang/replicas.py)."""
+"""Shared fixtures of the gang store tests: `store` (the snapshot store on the test's prefix) and `replicas`
+(in-process gang replicas over one real Redis, tests/store/gang/replicas.py)."""
 
 from __future__ import annotations
 
@@ -40,3 +41,9 @@ async def replicas(redis_url: str, redis_prefix: str) -> AsyncIterator[Factory]:
     for service, client in started:
         await service.stop()
         await client.aclose()
+
+
+@pytest.fixture
+def store(redis_async: aredis.Redis, redis_prefix: str) -> Store:
+    """The snapshot store the gang scripts share keys with, on the test's Redis prefix."""
+    return Store(redis_async, redis_prefix)

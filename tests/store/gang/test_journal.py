@@ -11,7 +11,7 @@ from extenders.aio import cancel_and_wait
 from extenders.gang.journal import ADMITTED, PERMITTED, REJECTED, Decision, GangJournal
 from extenders.sync.store import Store
 from tests.gang_support import gpu_node, seed
-from tests.store.gang.test_state import arrive, gangs, pods
+from tests.store.gang.scripts import arrive, gangs, pods
 from tests.waiting import eventually
 
 

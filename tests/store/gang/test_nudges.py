@@ -9,19 +9,11 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
-import redis.asyncio as aredis
-
 from extenders.gang.state import ArriveStatus, FilterStatus, GangStore
 from extenders.model import PodInfo
 from extenders.sync.store import Store
 from tests.gang_support import gpu_node, seed
-from tests.store.gang.test_state import arrive, gangs, pods
-
-
-@pytest.fixture
-def store(redis_async: aredis.Redis, redis_prefix: str) -> Store:
-    return Store(redis_async, redis_prefix)
+from tests.store.gang.scripts import arrive, gangs, pods
 
 
 def me(pod: PodInfo) -> tuple[str, str]:

@@ -3,19 +3,11 @@ slot of a less important one that has bound nothing yet."""
 
 from __future__ import annotations
 
-import pytest
-import redis.asyncio as aredis
-
 from extenders.gang.state import ArriveStatus, FilterStatus
 from extenders.sync.store import Store
 from tests.gang_support import gpu_node, seed
+from tests.store.gang.scripts import arrive, gangs, pods
 from tests.store.gang.test_nudges import me
-from tests.store.gang.test_state import arrive, gangs, pods
-
-
-@pytest.fixture
-def store(redis_async: aredis.Redis, redis_prefix: str) -> Store:
-    return Store(redis_async, redis_prefix)
 
 
 async def test_a_higher_priority_gang_is_admitted_before_older_lower_ones(store: Store) -> None:

@@ -17,6 +17,7 @@ from extenders.snapshot import Snapshot
 from extenders.sync.convert import node_facts, pdb_info, pod_info
 
 GPU = "example.com/gpu"
+HOST = "kubernetes.io/hostname"
 POLICY = default_policy()
 Json = dict[str, Any]
 
@@ -120,3 +121,29 @@ def gang_pod(
         annotations={"scheduling.x-k8s.io/min-available": str(minimum)},
         **kw,
     )
+
+
+def with_disrupted(budget: Json, *pod_names: str) -> Json:
+    budget["status"]["disruptedPods"] = dict.fromkeys(pod_names, "2026-01-01T00:00:00Z")
+    return budget
+
+
+def nominated(name: str, to: str, prio: int, **kw: Any) -> Json:
+    """A pending pod a preemption nominated to node ``to``."""
+    out = pod(name, prio=prio, **kw)
+    out["status"]["nominatedNodeName"] = to
+    return out
+
+
+def with_affinity_to(app: str, incoming: Json) -> Json:
+    """``incoming`` requiring a pod labelled app=``app`` on the same node."""
+    term = {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": HOST}
+    incoming["spec"]["affinity"] = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    return incoming
+
+
+def with_spread(selector: Json, incoming: Json) -> Json:
+    """``incoming`` spread by hostname (maxSkew 1, DoNotSchedule) over the pods ``selector`` picks."""
+    constraint = {"maxSkew": 1, "topologyKey": HOST, "whenUnsatisfiable": "DoNotSchedule", "labelSelector": selector}
+    incoming["spec"]["topologySpreadConstraints"] = [constraint]
+    return incoming
