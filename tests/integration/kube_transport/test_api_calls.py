@@ -1,5 +1,5 @@
-"""Both kube transports (aiohttp's pool and httpx's own) against the fake API server, over plain
-HTTP and TLS: same answers, same TLS settings from the kubeconfig, and failures only as httpx errors.
+"""Both kube transports (aiohttp's pool and httpx's own) against the fake API server: the same answers to
+the API calls, the transport asked for in use, and failures only as httpx errors (over TLS: test_tls.py).
 
 Callers (KubeClient.bind_pod, the watcher) catch ``httpx.HTTPError``; an aiohttp or ssl exception
 leaking through the aiohttp transport would escape them, so every failure path here checks the class.
@@ -8,118 +8,32 @@ leaking through the aiohttp transport would escape them, so every failure path h
 from __future__ import annotations
 
 import asyncio
-import base64
-import functools
-import ssl
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import httpx
 import pytest
 import trustme
-import yaml
 
 from app.serving.embedded_redis import free_port
-from extenders.kube.client import BindStatus, KubeApiError
+from extenders.kube.client import BindStatus
 from extenders.kube.config import KubeConfigError, build_http_client
-from extenders.kube.transport import TRANSPORTS, AiohttpKubeTransport
+from extenders.kube.transport import AiohttpKubeTransport
 from tests.fake_kube.client import make_node, make_pod
-from tests.plugins.fake_kube import FakeKube, FakeKubeTLS, MakeKube, StartFakeKube
+from tests.integration.kube_transport.support import (
+    NODES,
+    assert_httpx_error,
+    b64,
+    close,
+    cluster_of,
+    drain,
+    next_event,
+    no_client_cert,
+    raised_by,
+)
+from tests.plugins.fake_kube import FakeKube, MakeKube, StartFakeKube
 
 pytestmark = pytest.mark.integration
-
-PODS = "/api/v1/pods"
-NODES = "/api/v1/nodes"
-
-# -- servers (one per TLS variant, shared by the module) and clients ---------------------------------
-
-
-@pytest.fixture(scope="module")
-def plain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeKube]:
-    """http + bearer token."""
-    server = FakeKube(tmp_path_factory.mktemp("plain"))
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def tls_token(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeKube]:
-    """https (kubeconfig certificate-authority-data) + bearer token."""
-    directory = tmp_path_factory.mktemp("tls-token")
-    server = FakeKube(directory, tls=FakeKubeTLS.create(directory))
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def tls_client_cert(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeKube]:
-    """https requiring a client certificate; the kubeconfig carries one and no token."""
-    directory = tmp_path_factory.mktemp("tls-client-cert")
-    server = FakeKube(directory, token="", tls=FakeKubeTLS.create(directory, client_auth=True))
-    yield server
-    server.stop()
-
-
-@pytest.fixture(params=TRANSPORTS)
-def transport(request: pytest.FixtureRequest) -> str:
-    kind: str = request.param
-    return kind
-
-
-@pytest.fixture
-def make_kube(kube_clients: MakeKube, transport: str) -> MakeKube:
-    """``make_kube(kubeconfig=... | url=..., token=..., page_size=...)``: a KubeClient over ``transport``."""
-    return functools.partial(kube_clients, transport)
-
-
-def cluster_of(config: dict[str, Any]) -> dict[str, Any]:
-    cluster: dict[str, Any] = config["clusters"][0]["cluster"]
-    return cluster
-
-
-def user_of(config: dict[str, Any]) -> dict[str, Any]:
-    user: dict[str, Any] = config["users"][0]["user"]
-    return user
-
-
-def b64(pem: bytes) -> str:
-    return base64.b64encode(pem).decode("ascii")
-
-
-def assert_httpx_error(exc: Exception) -> None:
-    """An httpx error, not an aiohttp/ssl/OS exception leaking through the transport."""
-    assert isinstance(exc, httpx.HTTPError), f"{type(exc).__module__}.{type(exc).__name__} is not an httpx error"
-    assert type(exc).__module__.split(".")[0] == "httpx", f"{type(exc)} does not come from httpx"
-    assert not isinstance(exc, aiohttp.ClientError | ssl.SSLError | OSError), f"{type(exc).__mro__} leaks"
-
-
-async def raised_by(call: Awaitable[Any]) -> Exception:
-    """The exception ``call`` raises (failing the test if it returns)."""
-    try:
-        result = await call
-    except Exception as exc:  # the class is what the tests assert on
-        return exc
-    raise AssertionError(f"expected an exception, got {result!r}")
-
-
-async def next_event(events: AsyncIterator[dict[str, Any]]) -> dict[str, Any]:
-    """The next non-BOOKMARK watch event (fails after 5 s)."""
-    while True:
-        event = await asyncio.wait_for(anext(events), 5.0)
-        if event["type"] != "BOOKMARK":
-            return event
-
-
-async def close(events: AsyncIterator[dict[str, Any]]) -> None:
-    if isinstance(events, AsyncGenerator):
-        await events.aclose()
-
-
-async def drain(events: AsyncIterator[dict[str, Any]]) -> list[str]:
-    return [event["type"] async for event in events]
-
 
 # -- a. plain HTTP + token: the API calls --------------------------------------------------------------
 
@@ -178,93 +92,6 @@ async def test_watch_sees_added_then_modified(plain: FakeKube, make_kube: MakeKu
     assert modified["type"] == "MODIFIED"
     assert modified["object"]["metadata"]["labels"] == {"seen": "live"}
     assert int(modified["object"]["metadata"]["resourceVersion"]) > int(added["object"]["metadata"]["resourceVersion"])
-
-
-# -- b. TLS: kubeconfig CA + token ---------------------------------------------------------------------
-
-
-async def test_tls_with_kubeconfig_ca(tls_token: FakeKube, make_kube: MakeKube, transport: str) -> None:
-    assert tls_token.url.startswith("https://")
-    tls_token.client.create(make_node(f"tls-{transport}"))
-    kube = make_kube(kubeconfig=str(tls_token.kubeconfig_path), page_size=1)
-
-    names = [n["metadata"]["name"] for n in (await kube.list(NODES)).items]
-
-    assert f"tls-{transport}" in names
-    node = await kube.get(f"{NODES}/tls-{transport}")
-    assert node is not None and node["kind"] == "Node"
-
-
-async def test_tls_untrusted_server_is_an_httpx_error(tls_token: FakeKube, make_kube: MakeKube, tmp_path: Path) -> None:
-    def other_ca(config: dict[str, Any]) -> None:
-        cluster_of(config)["certificate-authority-data"] = b64(trustme.CA().cert_pem.bytes())
-
-    kube = make_kube(kubeconfig=tls_token.edited_kubeconfig(tmp_path / "other-ca.yaml", other_ca))
-    binds_before = tls_token.requests("bind", "pods")
-
-    assert_httpx_error(await raised_by(kube.list(NODES)))
-    assert_httpx_error(await raised_by(kube.get(f"{NODES}/anything")))
-    assert_httpx_error(await raised_by(drain(kube.watch(PODS, "0", timeout_seconds=5))))
-    result = await kube.bind_pod("default", "web", "uid", "n1")
-    assert result.status is BindStatus.ERROR, result
-    assert tls_token.requests("bind", "pods") == binds_before, "nothing may reach an untrusted server"
-
-
-async def test_tls_certificate_for_another_name_is_refused(
-    tls_token: FakeKube, make_kube: MakeKube, tmp_path: Path
-) -> None:
-    """The server's certificate names 127.0.0.1 only; the hostname check must be on in both transports."""
-
-    def by_name(config: dict[str, Any]) -> None:
-        cluster_of(config)["server"] = tls_token.url.replace("127.0.0.1", "localhost")
-
-    kube = make_kube(kubeconfig=tls_token.edited_kubeconfig(tmp_path / "by-name.yaml", by_name))
-
-    assert_httpx_error(await raised_by(kube.list(NODES)))
-    assert (await kube.bind_pod("default", "web", "uid", "n1")).status is BindStatus.ERROR
-
-
-# -- c. TLS with client-certificate auth ---------------------------------------------------------------
-
-
-async def test_client_certificate_auth(tls_client_cert: FakeKube, make_kube: MakeKube, transport: str) -> None:
-    config = yaml.safe_load(tls_client_cert.kubeconfig_path.read_text())
-    assert set(user_of(config)) == {"client-certificate-data", "client-key-data"}, "no token with client certs"
-    tls_client_cert.client.create(make_node(f"mtls-{transport}"))
-    kube = make_kube(kubeconfig=str(tls_client_cert.kubeconfig_path))
-
-    names = [n["metadata"]["name"] for n in (await kube.list(NODES)).items]
-
-    assert f"mtls-{transport}" in names
-    pod = tls_client_cert.client.create(make_pod(f"mtls-{transport}"))
-    bound = await kube.bind_pod("default", f"mtls-{transport}", pod["metadata"]["uid"], f"mtls-{transport}")
-    assert bound.status is BindStatus.BOUND, bound
-
-
-def _no_client_cert(config: dict[str, Any]) -> None:
-    user_of(config).clear()
-
-
-def _untrusted_client_cert(config: dict[str, Any]) -> None:
-    stranger = trustme.CA().issue_cert(common_name="stranger")
-    user_of(config)["client-certificate-data"] = b64(b"".join(b.bytes() for b in stranger.cert_chain_pems))
-    user_of(config)["client-key-data"] = b64(stranger.private_key_pem.bytes())
-
-
-@pytest.mark.parametrize("edit", [_no_client_cert, _untrusted_client_cert], ids=["no-cert", "untrusted-cert"])
-async def test_client_certificate_required(
-    tls_client_cert: FakeKube, make_kube: MakeKube, tmp_path: Path, edit: Callable[[dict[str, Any]], None]
-) -> None:
-    """The server drops the connection in the TLS 1.3 handshake's tail: an httpx error, never a status."""
-    kube = make_kube(kubeconfig=tls_client_cert.edited_kubeconfig(tmp_path / "client.yaml", edit))
-    lists_before = tls_client_cert.requests("list", "nodes")
-
-    exc = await raised_by(kube.list(NODES))
-
-    assert not isinstance(exc, KubeApiError), f"the handshake was expected to fail, got a status: {exc}"
-    assert_httpx_error(exc)
-    assert (await kube.bind_pod("default", "web", "uid", "n1")).status is BindStatus.ERROR
-    assert tls_client_cert.requests("list", "nodes") == lists_before
 
 
 # -- d. failures as httpx errors -----------------------------------------------------------------------
@@ -405,7 +232,7 @@ async def test_non_timeouts_are_not_reported_as_timeouts(
 
     refused = make_kube(url=f"http://127.0.0.1:{free_port()}", token="t")
     untrusted = make_kube(kubeconfig=tls_token.edited_kubeconfig(tmp_path / "other-ca.yaml", other_ca))
-    no_cert = make_kube(kubeconfig=tls_client_cert.edited_kubeconfig(tmp_path / "no-cert.yaml", _no_client_cert))
+    no_cert = make_kube(kubeconfig=tls_client_cert.edited_kubeconfig(tmp_path / "no-cert.yaml", no_client_cert))
     seen = {
         "connection refused": await raised_by(refused.list(NODES)),
         "untrusted server certificate": await raised_by(untrusted.list(NODES)),
