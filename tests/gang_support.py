@@ -14,7 +14,7 @@ from extenders.sync.cache import SnapshotCache
 from extenders.sync.convert import node_facts, pod_info
 from extenders.sync.store import Op, Store
 from extenders.telemetry import Telemetry
-from tests.fake_kube.client import make_node, make_pod
+from tests.fake_kube.builders import make_node, make_pod
 
 GPU = "example.com/gpu"
 GANG_LABEL = "scheduling.x-k8s.io/pod-group"

@@ -10,9 +10,7 @@ from typing import Any
 import pytest
 from lightkube.config.kubeconfig import KubeConfig
 
-from tests.fake_kube.client import (
-    KubeApiError,
-    WatchStream,
+from tests.fake_kube.builders import (
     make_namespace,
     make_node,
     make_pdb,
@@ -22,6 +20,7 @@ from tests.fake_kube.client import (
     make_service,
     make_workload,
 )
+from tests.fake_kube.client import KubeApiError, WatchStream
 from tests.fake_kube.errors import ApiError
 from tests.fake_kube.resources import PODS
 from tests.fake_kube.selectors import label_matcher

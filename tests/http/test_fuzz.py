@@ -33,7 +33,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from extenders.sync.store import Store
-from tests.fake_kube.client import make_pod
+from tests.fake_kube.builders import make_pod
 from tests.gang_support import gpu_node, member, seed
 from tests.plugins.servers import ServerProcess
 

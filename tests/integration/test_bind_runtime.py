@@ -15,7 +15,7 @@ from extenders.gang.config import GangConfig
 from extenders.gang.service import GangService
 from extenders.policy import default_policy
 from extenders.runtime import ClusterRuntime, RuntimeConfig
-from tests.fake_kube.client import make_pod
+from tests.fake_kube.builders import make_pod
 from tests.gang_support import GANG_LABEL, GANG_MIN, GPU, gpu_node
 from tests.plugins.fake_kube import FakeKube
 from tests.waiting import eventually

@@ -14,7 +14,7 @@ import pytest
 
 from extenders.kube import direct_post
 from extenders.kube.client import BindStatus, KubeClient
-from tests.fake_kube.client import make_pod
+from tests.fake_kube.builders import make_pod
 from tests.plugins.fake_kube import FakeKube, FakeKubeTLS, MakeKube, StartFakeKube
 
 pytestmark = pytest.mark.integration

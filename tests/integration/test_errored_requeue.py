@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from extenders.kube.requeue import ERROR_RETRY_PER_SECOND, REQUEUE_ANNOTATION
-from tests.fake_kube.client import make_pod
+from tests.fake_kube.builders import make_pod
 from tests.integration.watch_feed import Feed
 from tests.plugins.fake_kube import FakeKube
 from tests.waiting import eventually

@@ -19,7 +19,7 @@ import redis.asyncio as aredis
 
 from app.serving.embedded_redis import EmbeddedRedis
 from extenders.sync.store import Store
-from tests.fake_kube.client import make_node, make_pod
+from tests.fake_kube.builders import make_node, make_pod
 from tests.gang_support import GPU, gpu_node, member
 from tests.integration.replica_calls import Json, bind, doc
 from tests.plugins.fake_kube import FakeKube

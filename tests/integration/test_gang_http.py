@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.fake_kube.client import make_pod
+from tests.fake_kube.builders import make_pod
 from tests.gang_support import GANG_LABEL, GANG_MIN, GPU, gpu_node
 from tests.plugins.fake_kube import FakeKube
 from tests.plugins.servers import ServerProcess, StartServer

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from devstack.replica import ServerProcess
-from tests.fake_kube.client import make_pod
+from tests.fake_kube.builders import make_pod
 from tests.gang_support import GANG_LABEL, GANG_MIN, GPU, gpu_node
 from tests.integration.test_gang_http import GANG_ENV, Cluster
 from tests.plugins.fake_kube import FakeKube

@@ -22,7 +22,7 @@ from devstack import http_client
 from devstack.kube import wait_for
 from devstack.metrics import samples_by
 from extenders.scheduling.preempt import REPEAT_WAIT_SECONDS
-from tests.fake_kube.client import make_node, make_pod
+from tests.fake_kube.builders import make_node, make_pod
 from tests.plugins.fake_kube import FakeKube
 from tests.plugins.servers import ServerProcess
 

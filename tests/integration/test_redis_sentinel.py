@@ -31,7 +31,7 @@ from app.serving.embedded_redis import free_port
 from devstack import http_client
 from devstack.replica import REPO
 from extenders.sync.redis_connect import PoolOptions, RedisPool, RedisTarget, UnsupportedRedisError, cluster_refusal
-from tests.fake_kube.client import make_node, make_pod
+from tests.fake_kube.builders import make_node, make_pod
 from tests.plugins.fake_kube import FakeKube
 from tests.plugins.redis_replication import RedisNode, SentinelSet, StartNode, TlsFiles, wait_replicated
 from tests.plugins.servers import ServerProcess

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from devstack import http_client
-from tests.fake_kube.client import make_node, make_pod
+from tests.fake_kube.builders import make_node, make_pod
 from tests.plugins.fake_kube import FakeKube
 from tests.plugins.servers import ServerProcess, StartServer
 

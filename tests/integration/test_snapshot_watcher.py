@@ -12,7 +12,7 @@ from extenders.kube.config import build_http_client
 from extenders.snapshot import Snapshot
 from extenders.sync.cache import SnapshotCache
 from extenders.sync.store import Store
-from tests.fake_kube.client import (
+from tests.fake_kube.builders import (
     make_namespace,
     make_node,
     make_pdb,

@@ -20,7 +20,7 @@ from extenders.sync.convert import node_facts
 from extenders.sync.kinds import PODGROUPS
 from extenders.sync.store import Store
 from extenders.sync.watcher import Watcher
-from tests.fake_kube.client import (
+from tests.fake_kube.builders import (
     make_namespace,
     make_node,
     make_pod,

@@ -19,7 +19,7 @@ from app.serving.embedded_redis import free_port
 from extenders.kube.client import BindStatus
 from extenders.kube.config import KubeConfigError, build_http_client
 from extenders.kube.transport import AiohttpKubeTransport
-from tests.fake_kube.client import make_node, make_pod
+from tests.fake_kube.builders import make_node, make_pod
 from tests.integration.kube_transport.support import (
     NODES,
     assert_httpx_error,

@@ -13,7 +13,7 @@ import trustme
 import yaml
 
 from extenders.kube.client import BindStatus, KubeApiError
-from tests.fake_kube.client import make_node, make_pod
+from tests.fake_kube.builders import make_node, make_pod
 from tests.integration.kube_transport.support import (
     NODES,
     PODS,

@@ -10,7 +10,7 @@ from extenders.gang.membership import GangIndex, gang_key, gang_of, gang_of_for,
 from extenders.model import NodeInfo, PodGroupInfo, PodInfo
 from extenders.snapshot import Snapshot
 from extenders.sync.convert import node_facts, pod_info
-from tests.fake_kube.client import make_pod
+from tests.fake_kube.builders import make_pod
 from tests.gang_support import GPU, gpu_node, member
 
 
