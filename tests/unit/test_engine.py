@@ -14,7 +14,7 @@ from extenders.plugins.framework import Scorer, ScoringContext
 from extenders.plugins.registry import SCORERS
 from extenders.policy import Policy, default_policy, parse_policy
 from extenders.snapshot import Snapshot
-from tests.gen_cluster import make_node, make_pod, make_snapshot
+from tests.plugin_cases import make_node, make_pod, make_snapshot
 
 SMALL = {"cpu": "1", "memory": "1Gi", "pods": "10"}
 

@@ -13,7 +13,7 @@ from extenders.equivalence import EquivalenceCache
 from extenders.model import PodInfo
 from extenders.policy import default_policy
 from extenders.snapshot import Snapshot
-from tests.gen_cluster import make_node, make_pod, make_snapshot
+from tests.plugin_cases import make_node, make_pod, make_snapshot
 
 ONE_CPU = {"cpu": "1", "memory": "4Gi", "pods": "10"}
 

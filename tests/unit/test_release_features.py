@@ -23,7 +23,7 @@ from extenders.plugins.image_locality import counted_images
 from extenders.policy import default_policy
 from extenders.snapshot import Snapshot
 from extenders.sync.convert import pod_info
-from tests.gen_cluster import make_node, make_pod, run_predicate
+from tests.plugin_cases import make_node, make_pod, run_predicate
 from tests.unit.plugins import node_facts
 from tests.unit.plugins.node_resources.requests import node as resource_node
 from tests.unit.plugins.node_resources.requests import pod as resource_pod

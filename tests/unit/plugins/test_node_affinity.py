@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from extenders.plugins.framework import Verdict
-from tests.gen_cluster import make_node, make_pod, run_predicate
+from tests.plugin_cases import make_node, make_pod, run_predicate
 from tests.unit.plugins.node_facts import node, pod
 from tests.unit.plugins.scoring import run
 

@@ -9,7 +9,7 @@ import pytest
 from extenders import engine
 from extenders.plugins.framework import Verdict
 from extenders.policy import default_policy, parse_policy
-from tests.gen_cluster import make_node, make_pod, make_snapshot, run_predicate
+from tests.plugin_cases import make_node, make_pod, make_snapshot, run_predicate
 
 
 @pytest.mark.parametrize(

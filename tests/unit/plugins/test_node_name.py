@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from extenders.plugins.framework import Verdict
-from tests.gen_cluster import make_node, make_pod, run_predicate
+from tests.plugin_cases import make_node, make_pod, run_predicate
 
 
 def test_pod_fits_host() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from extenders.plugins.framework import Verdict
-from tests.gen_cluster import make_node, make_pod, run_predicate
+from tests.plugin_cases import make_node, make_pod, run_predicate
 
 
 def _port(host_port: int, protocol: str = "TCP", host_ip: str = "") -> dict[str, Any]:

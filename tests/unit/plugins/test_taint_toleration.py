@@ -9,7 +9,7 @@ import pytest
 from extenders.features import NEWEST, Features
 from extenders.plugins.framework import Verdict
 from extenders.snapshot import Snapshot
-from tests.gen_cluster import make_node, make_pod, run_predicate
+from tests.plugin_cases import make_node, make_pod, run_predicate
 from tests.unit.plugins.node_facts import node, pod
 from tests.unit.plugins.scoring import run
 

@@ -17,7 +17,7 @@ from extenders.plugins.volume_restrictions import (
     claim_users,
 )
 from extenders.snapshot import Snapshot
-from tests.gen_cluster import make_node, make_pod, make_snapshot, run_predicate
+from tests.plugin_cases import make_node, make_pod, make_snapshot, run_predicate
 
 
 def _with_volume(name: str, volume: dict[str, Any]) -> Any:

@@ -17,7 +17,7 @@ from extenders.policy import default_policy
 from extenders.snapshot import Snapshot
 from extenders.snapshot import summary as cluster_summary
 from extenders.snapshot.summary import ClusterSummary
-from tests.gen_cluster import make_node, make_pod, make_snapshot
+from tests.plugin_cases import make_node, make_pod, make_snapshot
 
 IMAGES = ("img-a", "img-b", "img-c")
 HOSTNAME = "kubernetes.io/hostname"

@@ -11,7 +11,7 @@ from extenders.model import NamespaceInfo, PodInfo
 from extenders.plugins.framework import SKIP, Verdict
 from extenders.plugins.inter_pod_affinity.filtering import InterPodAffinityFilter
 from extenders.snapshot import Snapshot
-from tests.gen_cluster import make_node, make_pod, make_snapshot, run_predicate
+from tests.plugin_cases import make_node, make_pod, make_snapshot, run_predicate
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from extenders.plugins.framework import Verdict
-from tests.gen_cluster import make_node, make_pod, run_predicate
+from tests.plugin_cases import make_node, make_pod, run_predicate
 
 GPU = "example.com/gpu"
 

@@ -27,7 +27,7 @@ from extenders.policy import default_policy
 from extenders.resources import pod_resources
 from extenders.snapshot import Snapshot
 from extenders.sync.convert import pod_info
-from tests.gen_cluster import make_node
+from tests.plugin_cases import make_node
 from tests.unit.plugins.scoring import run
 
 MI = 2**20

@@ -10,7 +10,7 @@ from extenders import engine
 from extenders.plugins.node_resources.terms import resource_rows, resource_terms
 from extenders.policy import default_policy
 from extenders.snapshot import Snapshot
-from tests.gen_cluster import make_node, make_pod
+from tests.plugin_cases import make_node, make_pod
 
 
 def test_resource_rows_follow_pods_added_in_place() -> None:

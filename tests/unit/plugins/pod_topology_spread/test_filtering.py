@@ -8,7 +8,7 @@ from extenders.model import NodeInfo, PodInfo
 from extenders.plugins.framework import SKIP, Verdict
 from extenders.plugins.pod_topology_spread.filtering import TopologySpreadFilter
 from extenders.snapshot import Snapshot
-from tests.gen_cluster import make_node, make_pod, make_snapshot, run_predicate
+from tests.plugin_cases import make_node, make_pod, make_snapshot, run_predicate
 
 ZONE = "zone"
 SKEW_FAIL = Verdict(False, "node(s) didn't match pod topology spread constraints")
