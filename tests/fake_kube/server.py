@@ -18,6 +18,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from . import errors
+from .discovery import discovery
 from .errors import ApiError, Json
 from .resources import ALL, PODGROUPS, PODS, ResourceType
 from .selectors import field_matcher, label_matcher
@@ -25,7 +26,6 @@ from .store import Store
 
 PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version"})
 MERGE_PATCH_TYPES = ("application/merge-patch+json", "application/strategic-merge-patch+json")
-SERVER_VERSION = {"major": "1", "minor": "31", "gitVersion": "v1.31.0-fake", "platform": "linux/amd64"}
 
 
 @dataclass
@@ -151,7 +151,7 @@ class FakeApiServer:
                     fault.remaining -= 1
                 return _json(errors.status_body(fault.code, fault.message), fault.code)
         try:
-            if request.method == "GET" and (found := self._discovery(path)) is not None:
+            if request.method == "GET" and (found := discovery(path, self._served())) is not None:
                 return _json(found)
             route = self._resolve(path)
             if route is None:
@@ -282,70 +282,6 @@ class FakeApiServer:
     @staticmethod
     def _stream(body: AsyncIterator[bytes]) -> Response:
         return StreamingResponse(body, media_type="application/json")
-
-    # -- discovery --------------------------------------------------------------------------------
-
-    def _discovery(self, path: str) -> Json | None:
-        path = path.rstrip("/")
-        if path == "/version":
-            return SERVER_VERSION
-        served = self._served()
-        if path == "/api":
-            return {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []}
-        if path == "/apis":
-            groups: dict[str, str] = {rt.group: rt.api_version for rt in served if rt.group}
-            return {
-                "kind": "APIGroupList",
-                "apiVersion": "v1",
-                "groups": [
-                    {
-                        "name": g,
-                        "versions": [{"groupVersion": gv, "version": gv.split("/")[1]}],
-                        "preferredVersion": {"groupVersion": gv, "version": gv.split("/")[1]},
-                    }
-                    for g, gv in groups.items()
-                ],
-            }
-        in_gv = [rt for rt in served if rt.prefix == path]
-        if not in_gv:
-            return None
-        verbs = ["create", "delete", "get", "list", "patch", "update", "watch"]
-        resources: list[Json] = []
-        for rt in in_gv:
-            resources.append(
-                {
-                    "name": rt.plural,
-                    "singularName": rt.kind.lower(),
-                    "namespaced": rt.namespaced,
-                    "kind": rt.kind,
-                    "verbs": verbs,
-                }
-            )
-            resources.append(
-                {
-                    "name": f"{rt.plural}/status",
-                    "singularName": "",
-                    "namespaced": rt.namespaced,
-                    "kind": rt.kind,
-                    "verbs": ["get", "patch", "update"],
-                }
-            )
-            if rt is PODS:
-                resources.append(
-                    {
-                        "name": "pods/binding",
-                        "singularName": "",
-                        "namespaced": True,
-                        "kind": "Binding",
-                        "verbs": ["create"],
-                    }
-                )
-        return {
-            "kind": "APIResourceList",
-            "apiVersion": "v1",
-            "groupVersion": in_gv[0].api_version,
-            "resources": resources,
-        }
 
     # -- admin API (not Kubernetes) ---------------------------------------------------------------
 
