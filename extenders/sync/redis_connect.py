@@ -9,7 +9,6 @@ promoted replica may lack writes the old primary acknowledged.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import secrets
 from dataclasses import dataclass, field
@@ -324,9 +323,12 @@ class RedisPool:
     async def _follow(self, pool: BlockingSentinelConnectionPool) -> None:
         while True:
             await asyncio.sleep(self._check_interval)
-            # No Sentinel answering is not news: connections fail on their own if the primary is gone.
-            with contextlib.suppress(RedisError, OSError):
+            try:
                 await pool.get_master_address()
+            except (RedisError, OSError):
+                pass  # no Sentinel answering is not news: connections fail on their own if the primary is gone
+            except Exception:  # the check must outlive a surprise, or the replica could stay on an old primary
+                log.exception("asking Sentinel for the primary failed")
 
     async def aclose(self) -> None:
         if self._follower is not None:
