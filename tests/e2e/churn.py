@@ -22,109 +22,31 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import redis
 
 from devstack import http_client
 from devstack.kube import Kube, resources
+from tests.e2e.churn_model import (
+    COMPLETE_SECONDS,
+    GANG_LABEL,
+    MEMBER_MILLICPU,
+    NODE_MILLICPU,
+    PLAIN_LABEL,
+    POD_GROUP_MIN,
+    PRIORITIES,
+    RELEASE_SECONDS,
+    SCHEMES,
+    VACANT_SECONDS,
+    Figures,
+    Gang,
+    Observation,
+    fits,
+    names_of,
+)
 from tests.e2e.churn_report import describe
 from tests.e2e.scenarios import ScenarioCluster
-
-LEGACY = ("pod-group.scheduling.sigs.k8s.io/name", "pod-group.scheduling.sigs.k8s.io/min-available")
-UNICORE = ("gang.unicore.mcyou.cn/name", "gang.unicore.mcyou.cn/available-count")
-POD_GROUP = "scheduling.x-k8s.io/pod-group"
-POD_GROUP_MIN = "scheduling.x-k8s.io/min-available"
-SCHEMES = ("legacy", "unicore", "podgroup", "annotated")
-# (PriorityClass, value): the end-to-end tier creates both classes; None is the default, 0.
-PRIORITIES = ((None, 0), ("e2e-low", 100), ("e2e-high", 1000))
-GANG_LABEL = "churn-gang"  # every member carries its gang's name here too (for deleting it)
-PLAIN_LABEL = "churn-plain"
-
-NODE_MILLICPU = 4000
-MEMBER_MILLICPU = (500, 1000, 1500, 2000, 3000)
-COMPLETE_SECONDS = 20.0
-VACANT_SECONDS = 2.5
-# A permitted gang's Bindings land one by one: the API shows it partly bound for that long.
-RELEASE_SECONDS = 3.0
-
-
-def millicpu(pod: dict[str, Any]) -> int:
-    total = 0
-    for container in pod["spec"].get("containers") or []:
-        cpu = ((container.get("resources") or {}).get("requests") or {}).get("cpu", "0")
-        total += int(cpu[:-1]) if cpu.endswith("m") else int(float(cpu) * 1000)
-    return total
-
-
-@dataclass
-class Gang:
-    name: str
-    size: int
-    minimum: int
-    millicpu: int
-    scheme: str
-    priority_class: str | None = None
-    priority: int = 0
-    names: list[str] = field(default_factory=list)
-    created: float = 0.0
-    cancelled: bool = False  # the test deletes it (cancelled, finished or drained)
-    completed: float | None = None
-    eligible_since: float | None = None
-    partial_since: float | None = None
-
-    def labels(self) -> dict[str, str]:
-        base = {GANG_LABEL: self.name}
-        if self.scheme == "legacy":
-            return {**base, LEGACY[0]: self.name, LEGACY[1]: str(self.minimum)}
-        if self.scheme == "unicore":
-            return {**base, UNICORE[0]: self.name, UNICORE[1]: str(self.minimum)}
-        return {**base, POD_GROUP: self.name}
-
-
-@dataclass
-class Observation:
-    """One reading of the cluster: where every pod of the namespace is, which nodes exist."""
-
-    pods: dict[str, dict[str, Any]]
-    nodes: dict[str, int]  # node -> millicpu
-    at: float
-
-    def bound(self, names: list[str]) -> int:
-        return sum(1 for n in names if n in self.pods and self.pods[n]["spec"].get("nodeName"))
-
-    def free(self) -> dict[str, int]:
-        used: dict[str, int] = dict.fromkeys(self.nodes, 0)
-        for pod in self.pods.values():
-            node = pod["spec"].get("nodeName")
-            if node in used:
-                used[node] += millicpu(pod)
-        return {node: self.nodes[node] - used[node] for node in self.nodes}
-
-
-def _names(values: Any) -> list[str]:
-    return [v.decode() if isinstance(v, bytes) else str(v) for v in values]
-
-
-def fits(gang: Gang, need: int, free: dict[str, int]) -> bool:
-    """Whether ``need`` more members of ``gang`` fit in ``free`` (members are all one size)."""
-    return need <= 0 or sum(left // gang.millicpu for left in free.values() if left > 0) >= need
-
-
-@dataclass
-class Figures:
-    gangs: int = 0
-    completed: int = 0
-    cancelled: int = 0
-    finished: int = 0
-    preempted: int = 0  # gangs whose every pod was evicted by a preemption
-    plain: int = 0
-    drained: int = 0
-    restored: int = 0
-    checks: int = 0
-    waits: list[float] = field(default_factory=list)  # eligible -> complete, per gang
-    slowest: tuple[str, float] = ("", 0.0)  # the gang that waited longest, and how long
 
 
 class Churn:
@@ -405,7 +327,7 @@ class Churn:
                 self.vacant_since[key] = obs.at
 
     def redis_gangs(self) -> set[str]:
-        return {g for g in _names(self.redis.zrange(f"{self.prefix}:gangs", 0, -1)) if g.startswith(self.ns_prefix)}
+        return {g for g in names_of(self.redis.zrange(f"{self.prefix}:gangs", 0, -1)) if g.startswith(self.ns_prefix)}
 
     @property
     def ns_prefix(self) -> str:
@@ -420,16 +342,16 @@ class Churn:
 
     def leftovers(self) -> list[str]:
         """What Redis still holds of this namespace's gangs: keys, and entries of the shared sets."""
-        out = _names(self.redis.scan_iter(f"{self.prefix}:gang*:{self.ns_prefix}*"))
+        out = names_of(self.redis.scan_iter(f"{self.prefix}:gang*:{self.ns_prefix}*"))
         for name in ("gangs", "gangq", "gangasm", "gangnudge"):
             out += [
                 f"{name}[{g}]"
-                for g in _names(self.redis.zrange(f"{self.prefix}:{name}", 0, -1))
+                for g in names_of(self.redis.zrange(f"{self.prefix}:{name}", 0, -1))
                 if g.startswith(self.ns_prefix)
             ]
         out += [
             f"gangactive[{g}]"
-            for g in _names(self.redis.smembers(f"{self.prefix}:gangactive"))
+            for g in names_of(self.redis.smembers(f"{self.prefix}:gangactive"))
             if g.startswith(self.ns_prefix)
         ]
         return out

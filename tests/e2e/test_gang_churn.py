@@ -20,7 +20,8 @@ import redis
 from devstack import http_client
 from devstack.kube import wait_for
 from devstack.stack import Stack
-from tests.e2e.churn import COMPLETE_SECONDS, VACANT_SECONDS, Churn
+from tests.e2e.churn import Churn
+from tests.e2e.churn_model import COMPLETE_SECONDS, VACANT_SECONDS
 from tests.e2e.churn_report import related_log_lines
 from tests.e2e.conftest import Cluster, StartStack
 from tests.plugins.e2e_tier import report
