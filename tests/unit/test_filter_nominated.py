@@ -12,10 +12,10 @@ import pytest
 from extenders import engine
 from extenders.equivalence import EquivalenceCache
 from extenders.model import NodeInfo
-from extenders.policy import default_policy
 from extenders.snapshot import Snapshot, index_nominated, patch_nominated
 from extenders.sync.convert import pod_info
 from tests.unit.preemption.builders import (
+    POLICY,
     Json,
     node,
     nominated,
@@ -25,7 +25,6 @@ from tests.unit.preemption.builders import (
     with_spread,
 )
 
-POLICY = default_policy()
 CHECK_ALL = POLICY.model_copy(update={"always_check_all_predicates": True})
 
 

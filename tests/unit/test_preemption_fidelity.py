@@ -16,11 +16,11 @@ import pytest
 
 from extenders.model import PodInfo
 from extenders.pdb import DisruptionBudgets
-from extenders.policy import default_policy
 from extenders.sync.convert import pdb_info, pod_info
 from extenders.sync.kinds import PDBS
 from extenders.sync.records import PDB, POD, reserved_pod
 from tests.unit.preemption.builders import (
+    POLICY,
     Json,
     names,
     node,
@@ -32,9 +32,6 @@ from tests.unit.preemption.builders import (
     uids,
     with_disrupted,
 )
-
-POLICY = default_policy()
-CHECK_ALL = POLICY.model_copy(update={"always_check_all_predicates": True})
 
 
 # ------------------------------------------------------------------ preemption
