@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from app import errors, translate
-from app.metrics import Metrics
+from app.metrics import Metrics, RedisPrimaryCollector
 from app.middleware import (
     BodyLimitMiddleware,
     ExtenderApp,
@@ -50,6 +50,9 @@ def create_app(settings: Settings | None = None, *, redis_embedded: bool = False
     )
     state.equivalence = EquivalenceCache(settings.config(CacheConfig))
     state.metrics.registry.register(EquivalenceCollector(state.equivalence, lambda: state.shared))
+    state.metrics.registry.register(
+        RedisPrimaryCollector(lambda: state.redis_pool.primary_changes if state.redis_pool is not None else 0)
+    )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

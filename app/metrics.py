@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics
@@ -51,6 +51,20 @@ class GCPauseCollector(Collector):
         for generation, seconds in enumerate(_GC_CLOCK.seconds):
             family.add_metric([str(generation)], seconds)
         yield family
+
+
+class RedisPrimaryCollector(Collector):
+    """Failovers as this replica saw them: each a moment its connections moved to another server."""
+
+    def __init__(self, changes: Callable[[], int]) -> None:
+        self._changes = changes
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        yield CounterMetricFamily(
+            "extender_redis_primary_changes",
+            "Times Sentinel named another Redis primary than the one this replica used.",
+            value=self._changes(),
+        )
 
 
 class Metrics:

@@ -201,6 +201,8 @@ class BlockingSentinelConnectionPool(SentinelConnectionPool, BlockingConnectionP
     would go on using both, so such a connection is closed when it comes back, and holders of long-lived
     connections ask ``reaches_primary`` before each use."""
 
+    primary_changes = 0  # times Sentinel named another primary than the one this pool used (the metric)
+
     @property
     def primary(self) -> str | None:
         address = self.master_address
@@ -219,6 +221,7 @@ class BlockingSentinelConnectionPool(SentinelConnectionPool, BlockingConnectionP
             previous, self.master_address = self.master_address, address
             await self.disconnect(inuse_connections=False)
             if previous is not None:
+                self.primary_changes += 1
                 log.warning(
                     "Sentinel names %s:%s the primary (was %s:%s): connections to the old one are closed",
                     *address,
@@ -311,6 +314,11 @@ class RedisPool:
     def primary(self) -> str | None:
         """The primary's address as Sentinel last named it (None: no Sentinel, or not asked yet)."""
         return self.pool.primary if isinstance(self.pool, BlockingSentinelConnectionPool) else None
+
+    @property
+    def primary_changes(self) -> int:
+        """How often Sentinel named a new primary while this process ran (0 without Sentinel)."""
+        return self.pool.primary_changes if isinstance(self.pool, BlockingSentinelConnectionPool) else 0
 
     def start(self) -> None:
         """Under Sentinel, ask it every ``primary_check_seconds`` which server is the primary.

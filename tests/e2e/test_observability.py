@@ -137,6 +137,7 @@ FAMILIES: dict[str, bool] = {
     "extender_leader_transitions": True,
     "extender_redis_command_duration_seconds": True,
     "extender_redis_errors": False,  # moves only when Redis fails (tests/integration)
+    "extender_redis_primary_changes": False,  # moves only when Sentinel fails over (tests/integration)
     "extender_kube_events": True,
     "extender_podgroup_status_updates": True,
     "extender_equivalence_cache_requests": True,

@@ -50,7 +50,7 @@ async def test_connections_in_use_at_the_change_and_the_held_reader_leave_the_ol
     busy = await pool.pool.get_connection()  # type: ignore[no-untyped-call]
     await asyncio.gather(*(client.ping() for _ in range(4)))  # a few idle ones
     assert connections_on(redis.primary) >= 3
-    assert pool.primary == redis.primary.address
+    assert pool.primary == redis.primary.address and pool.primary_changes == 0
 
     cut_off(redis.primary)
     await asyncio.to_thread(redis.wait_promoted, redis.replica)
@@ -60,6 +60,7 @@ async def test_connections_in_use_at_the_change_and_the_held_reader_leave_the_ol
 
     # Nothing but the pool's own checks runs here: no connection is opened to tell it.
     await eventually(named_the_promoted, 5)
+    assert pool.primary_changes == 1, "the failover counted once"
     assert busy.is_connected and not reaches_primary(pool.pool, busy), "the old primary still answers"
     await pool.pool.release(busy)
     assert not busy.is_connected, "a connection to the old primary went back to the pool open"
@@ -79,6 +80,6 @@ async def test_without_sentinel_every_connection_reaches_the_primary(redis_url: 
     await pool.pool.ensure_connection(connection)
     assert reaches_primary(pool.pool, connection)
     await pool.pool.release(connection)
-    assert connection.is_connected
+    assert connection.is_connected and pool.primary_changes == 0
     await client.aclose()
     await pool.aclose()

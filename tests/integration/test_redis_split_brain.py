@@ -133,6 +133,9 @@ async def test_a_primary_cut_off_from_its_sentinels_decides_no_bind_and_the_heal
 
     await both_moved(c, redis)
     moved_after = time.monotonic() - cut_at
+    for server in c.servers:  # what an operator's alert on failovers reads
+        metrics = (await c.http.get(f"{server.url}/metrics")).text
+        assert "\nextender_redis_primary_changes_total 1.0\n" in metrics, server.name
 
     # The leader on the promoted side writes the node created meanwhile there, and keeps its lease: a
     # server using both sides at once would lose it there and win it back, term after term, relisting each.

@@ -35,7 +35,7 @@ from tests.plugins.fake_kube import FakeKube, MakeKube, StartFakeKube
 
 pytestmark = pytest.mark.integration
 
-# -- a. plain HTTP + token: the API calls --------------------------------------------------------------
+# -- plain HTTP + token: the API calls ----------------------------------------------------------------
 
 
 async def test_list_pages_and_get(plain: FakeKube, make_kube: MakeKube, transport: str) -> None:
@@ -94,7 +94,7 @@ async def test_watch_sees_added_then_modified(plain: FakeKube, make_kube: MakeKu
     assert int(modified["object"]["metadata"]["resourceVersion"]) > int(added["object"]["metadata"]["resourceVersion"])
 
 
-# -- d. failures as httpx errors -----------------------------------------------------------------------
+# -- failures as httpx errors -------------------------------------------------------------------------
 
 
 async def test_connection_refused(make_kube: MakeKube) -> None:
@@ -181,7 +181,7 @@ async def test_watch_connection_dropped(fake_kube_factory: StartFakeKube, make_k
     assert_httpx_error(exc)
 
 
-# -- e. the transport asked for is the one in use ------------------------------------------------------
+# -- the transport asked for is the one in use --------------------------------------------------------
 
 
 async def test_transport_in_use(plain: FakeKube, tls_token: FakeKube, make_kube: MakeKube, transport: str) -> None:

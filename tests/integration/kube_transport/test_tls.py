@@ -30,7 +30,7 @@ from tests.plugins.fake_kube import FakeKube, MakeKube
 
 pytestmark = pytest.mark.integration
 
-# -- b. TLS: kubeconfig CA + token ---------------------------------------------------------------------
+# -- kubeconfig CA + token -----------------------------------------------------------------------------
 
 
 async def test_tls_with_kubeconfig_ca(tls_token: FakeKube, make_kube: MakeKube, transport: str) -> None:
@@ -74,7 +74,7 @@ async def test_tls_certificate_for_another_name_is_refused(
     assert (await kube.bind_pod("default", "web", "uid", "n1")).status is BindStatus.ERROR
 
 
-# -- c. TLS with client-certificate auth ---------------------------------------------------------------
+# -- client-certificate auth ---------------------------------------------------------------------------
 
 
 async def test_client_certificate_auth(tls_client_cert: FakeKube, make_kube: MakeKube, transport: str) -> None:
