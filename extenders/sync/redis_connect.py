@@ -198,8 +198,9 @@ class BlockingSentinelConnectionPool(SentinelConnectionPool, BlockingConnectionP
 
     redis-py drops only idle connections when Sentinel names another primary; one in use then goes back
     to the pool still connected to the old server. If that server is alive (a split brain), the replica
-    would go on using both, so such a connection is closed when it comes back, and holders of long-lived
-    connections ask ``reaches_primary`` before each use."""
+    would go on using both, so such a connection is closed when it comes back and before it is used again
+    (``ensure_connection``); a subscription, which holds its connection without either, asks
+    ``reaches_primary``."""
 
     primary_changes = 0  # times Sentinel named another primary than the one this pool used (the metric)
 
@@ -228,6 +229,12 @@ class BlockingSentinelConnectionPool(SentinelConnectionPool, BlockingConnectionP
                     *previous,
                 )
         return address
+
+    async def ensure_connection(self, connection: AbstractConnection) -> None:
+        """At every checkout, and before each use of a connection held outside it (the catch-up reader)."""
+        if not self.reaches_primary(connection):
+            await connection.disconnect()  # opened again below, to the primary Sentinel names now
+        await super().ensure_connection(connection)
 
     async def release(self, connection: AbstractConnection) -> None:
         if not self.reaches_primary(connection):

@@ -14,7 +14,6 @@ from extenders.model import NodeFacts, PodInfo
 from extenders.sync import kinds
 from extenders.sync.ops import PENDING
 from extenders.sync.records import decode_node_hash
-from extenders.sync.redis_connect import reaches_primary
 from extenders.sync.store.base import StoreBase, as_hash, pairs, text
 
 T = TypeVar("T")
@@ -109,10 +108,9 @@ class SnapshotReader(StoreBase):
         try:
             if self._reader is None:
                 self._reader = await pool.get_connection()  # type: ignore[no-untyped-call]
-            elif not reaches_primary(pool, self._reader):
-                await self._reader.disconnect()  # Sentinel named another primary: opened again below
             # The pool's own check at checkout: connected (a Sentinel-managed connection asks Sentinel
-            # for the primary), and opened again if the server closed it.
+            # for the primary, and one to a replaced primary is closed first), and opened again if the
+            # server closed it.
             await pool.ensure_connection(self._reader)
             await self._reader.send_command("EVALSHA", self._scripts["catchup"].sha, 0, self.prefix, *args)
             reply = await self._reader.read_response()
