@@ -114,6 +114,20 @@ def member_slots(
     return total
 
 
+def keeps_nomination(snapshot: Snapshot, pod: PodInfo) -> bool:
+    """Whether the node a preemption nominated ``pod`` to is still kept for it: the node exists and
+    could take the pod once every pod of lower priority there is gone. A nomination to a node since
+    deleted, or filled by pods of its own priority or higher, places nothing; kube-scheduler moves or
+    clears it on the pod's next attempt, and counting it meanwhile would let its siblings in short."""
+    if not pod.nominated_node_name:
+        return False
+    wanted = [r for r in pod.requests if r != PODS]
+    free = _free_on(snapshot, pod.nominated_node_name, [*wanted, PODS], lambda p: p.priority < pod.priority)
+    if free is None:
+        return False
+    return free[PODS] >= 1 and all(free[r] >= pod.requests[r] for r in wanted)
+
+
 def placement_key(pod: PodInfo) -> bytes:
     """What decides which nodes a member may go to, requests aside: members with equal keys pass
     the same nodes (a driver with its own node selector does not pass its workers' nodes)."""
@@ -140,12 +154,13 @@ def capacity_shortfall(
     unplaced member is placed. Two necessary conditions follow, so a gang that fits is never turned
     away: the sum of what those members request, and how many of them the nodes can hold one by one
     (members do not split across nodes: five members of 3 CPUs do not fit on four nodes of 4 CPUs).
-    A member kube-scheduler nominated to a node (it preempted there) counts as placed: that node is
-    kept for it, and its own victims may not even show as gone yet.
+    A member kube-scheduler nominated to a node (it preempted there) counts as placed while that
+    node is kept for it (``keeps_nomination``): its own victims may not even show as gone yet.
     """
     me = like.uid if like is not None else None
-    nominated = sum(1 for p in members.pending if p.nominated_node_name and p.uid != me)
-    pending = [p for p in members.pending if not p.nominated_node_name or p.uid == me]
+    held = {p.uid for p in members.pending if p.uid != me and keeps_nomination(snapshot, p)}
+    nominated = len(held)
+    pending = [p for p in members.pending if p.uid not in held]
     alike = pending
     if like is not None:
         key = placement_key(like)

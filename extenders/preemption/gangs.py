@@ -32,6 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from extenders.gang.eviction import GangEviction, eviction_field
+from extenders.gang.filter import keeps_nomination
 from extenders.gang.membership import GangOf
 from extenders.model import PodInfo
 from extenders.pdb import is_leaving, split_by_pdb_violation
@@ -105,7 +106,7 @@ class GangRules:
     @functools.cached_property
     def _own_gang(self) -> tuple[str, int, list[PodInfo]] | None:
         """The preemptor's gang: its key, minimum and placed members (the preemptor aside). A member
-        kube-scheduler nominated to a node after preempting for it counts as placed: the node is
+        kube-scheduler nominated to a node after preempting for it counts as placed while the node is
         kept for it (from 1.33 its victims go after the cycle, so its siblings preempt meanwhile).
         Worked out once: both rules below read it, and it scans the pending pods."""
         ref = self.gang_of(self.preemptor)
@@ -121,6 +122,7 @@ class GangRules:
             and p.uid not in skip
             and not is_leaving(p)
             and (self.gang_of(p) or ("",))[0] == ref[0]
+            and keeps_nomination(self.snapshot, p)
         ]
         return ref[0], ref[1], [*placed, *nominated]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from extenders.gang.config import GangConfig, parse_label_pairs
-from extenders.gang.filter import capacity_shortfall, needed_requests
+from extenders.gang.filter import capacity_shortfall, keeps_nomination, needed_requests
 from extenders.gang.membership import GangIndex, gang_key, gang_of, gang_of_for, gang_ref
 from extenders.model import NodeInfo, PodGroupInfo, PodInfo
 from extenders.snapshot import Snapshot
@@ -66,6 +66,11 @@ def test_gangs_are_per_namespace_and_keys_configurable() -> None:
 
 def _snapshot(nodes: list[NodeInfo], pending: list[PodInfo]) -> Snapshot:
     return Snapshot(nodes={n.name: n for n in nodes}, pending={p.uid: p for p in pending})
+
+
+def _prio(pod: PodInfo, priority: int) -> PodInfo:
+    pod.priority = priority
+    return pod
 
 
 def test_index_counts_pending_held_bound_and_skips_terminating() -> None:
@@ -167,11 +172,12 @@ def test_capacity_shortfall_counts_against_a_members_nodes_only_the_members_plac
 
 
 def test_capacity_shortfall_counts_a_member_nominated_elsewhere_as_placed() -> None:
-    """Four members of 2 GPUs: two are nominated to n2 (kube-scheduler preempted there, its victims
-    maybe not gone yet), so the member filtered now needs room for itself and one more, not four."""
+    """Four members of 2 GPUs: two are nominated to n2 (kube-scheduler preempted there, its victim of
+    lower priority maybe not gone yet), so the member filtered now needs room for itself and one more."""
     n1 = NodeInfo.build("n1", node_facts(gpu_node("n1", gpus=4)), [])
-    n2 = NodeInfo.build("n2", node_facts(gpu_node("n2", gpus=4)), [pod_info(member("v", "other", 1, gpus=4))])
-    four = [pod_info(member(f"g-{i}", "g", 4, gpus=2)) for i in range(4)]
+    victim = _prio(pod_info(member("v", "other", 1, gpus=4)), 10)
+    n2 = NodeInfo.build("n2", node_facts(gpu_node("n2", gpus=4)), [victim])
+    four = [_prio(pod_info(member(f"g-{i}", "g", 4, gpus=2)), 100) for i in range(4)]
     for nominated in four[2:]:
         nominated.nominated_node_name = "n2"
     snap = _snapshot([n1, n2], four)
@@ -180,11 +186,42 @@ def test_capacity_shortfall_counts_a_member_nominated_elsewhere_as_placed() -> N
     # The member filtered now is nominated itself: it still needs room where it is asked about.
     four[0].nominated_node_name = "n1"
     assert capacity_shortfall("default/g", members, 4, snap, ["n1"], four[0]) == ""
+    # A victim of the members' own priority is not evicted for them: n2 is not theirs, so the two
+    # nominated there still need room, and n1's 4 GPUs hold two of the three left.
+    victim.priority = 100
+    assert "cannot fit" in capacity_shortfall("default/g", members, 4, snap, ["n1"], four[0])
+    victim.priority = 10
     # Without the nominations, four members need 8 GPUs and n1 has 4.
     for nominated in four:
         nominated.nominated_node_name = ""
     unnominated = GangIndex(snap).members("default/g")
     assert "cannot fit" in capacity_shortfall("default/g", unnominated, 4, snap, ["n1"], four[0])
+
+
+def test_a_nomination_holds_while_the_node_could_take_the_pod_once_lower_priority_pods_go() -> None:
+    low = _prio(pod_info(member("low", None, gpus=2)), 10)
+    same = _prio(pod_info(member("same", None, gpus=1)), 100)
+    n1 = NodeInfo.build("n1", node_facts(gpu_node("n1", gpus=4)), [low, same])
+    pod = _prio(pod_info(member("g-0", "g", 2, gpus=3)), 100)
+    snap = _snapshot([n1], [pod])
+    assert not keeps_nomination(snap, pod), "no nomination, nothing held"
+    pod.nominated_node_name = "n1"
+    # 4 GPUs, 1 held by a pod of the same priority: the low one going leaves 3, enough.
+    assert keeps_nomination(snap, pod)
+    low.deletion_timestamp = "2024-01-01T00:00:00Z"
+    assert keeps_nomination(snap, pod), "a victim still terminating leaves room all the same"
+    pod.requests[GPU] = 4
+    assert not keeps_nomination(snap, pod), "the pod of its own priority stays"
+    pod.requests[GPU] = 3
+    pod.nominated_node_name = "gone"
+    assert not keeps_nomination(snap, pod), "a node since deleted keeps nothing"
+    # Two pod slots, both taken: GPUs are no obstacle for one GPU, the slot is.
+    full = NodeInfo.build("n1", node_facts(gpu_node("n1", gpus=4, pods="2")), [low, same])
+    pod.nominated_node_name = "n1"
+    pod.requests[GPU] = 1
+    assert keeps_nomination(_snapshot([full], [pod]), pod), "the low pod's slot is freed with it"
+    low.priority = 100
+    assert not keeps_nomination(_snapshot([full], [pod]), pod), "no pod slot left once nothing is evictable"
 
 
 def test_index_cache_reuses_unchanged_nodes_and_sees_changed_ones() -> None:

@@ -272,6 +272,11 @@ def test_a_member_nominated_after_its_preemption_counts_as_placed_for_its_siblin
     with caplog.at_level(logging.INFO, logger="extenders.preemption"):
         result = preempt(members[1], {"n1": ["uid-low-1"]}, snap)
     assert names(result.nodes) == {"n1": (["low-1"], 0)}, caplog.text
+    # A nomination to a node since filled by a pod of the members' own priority keeps nothing: three
+    # members need room again, and only n1 and n2 could give it.
+    high = [pod("high-0", "n0", prio=1000, gpu=1), *low[1:]]
+    taken = snapshot([node(f"n{i}", gpu=1) for i in range(3)], [*members, *high])
+    assert preempt(members[1], {"n1": ["uid-low-1"]}, taken).nodes == {}
     # Without the nomination the same count says three members still need room, and there are three.
     del members[0]["status"]["nominatedNodeName"]
     fresh = snapshot([node(f"n{i}", gpu=1) for i in range(3)], [*members, *low])
