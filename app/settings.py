@@ -215,6 +215,12 @@ class Settings(BaseSettings):
         "and verb, pod, gang, node when known)",
     )
     access_log: bool = Field(default=False, description="log every request (uvicorn access log)")
+    http_keep_alive_seconds: int = Field(
+        default=120,
+        ge=1,
+        description="an idle client connection is closed after this long; keep it above the client's own idle "
+        "timeout (kube-scheduler's: 90 s), or a call sent as the server closes fails",
+    )
     embedded_redis: bool = Field(
         default=False,
         description="start a private redis-server when EXTENDER_REDIS_URL is unset even though a Kubernetes API "

@@ -59,6 +59,9 @@ def _config(app: FastAPI, settings: Settings, **kwargs: object) -> uvicorn.Confi
         log_level=settings.log_level.lower(),
         log_config=None,  # configure_logging already routes uvicorn's loggers
         access_log=settings.access_log,
+        # Above the client's idle timeout, so that the client, not the server, retires a connection: Go's
+        # transport does not resend a POST the server closed the connection under.
+        timeout_keep_alive=settings.http_keep_alive_seconds,
         loop="uvloop",
         http=CoalescingHttpToolsProtocol,  # httptools, each answer sent in one write
         **kwargs,  # type: ignore[arg-type]
