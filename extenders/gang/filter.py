@@ -116,15 +116,22 @@ def member_slots(
 
 def keeps_nomination(snapshot: Snapshot, pod: PodInfo) -> bool:
     """Whether the node a preemption nominated ``pod`` to is still kept for it: the node exists and
-    could take the pod once every pod of lower priority there is gone. A nomination to a node since
-    deleted, or filled by pods of its own priority or higher, places nothing; kube-scheduler moves or
-    clears it on the pod's next attempt, and counting it meanwhile would let its siblings in short."""
+    could take the pod, beside the pods nominated there of its priority or higher, once every pod of
+    lower priority there is gone. A nomination to a node since deleted, or filled by pods of its own
+    priority or higher, places nothing; kube-scheduler moves or clears it on the pod's next attempt,
+    and counting it meanwhile would let its siblings in short."""
     if not pod.nominated_node_name:
         return False
     wanted = [r for r in pod.requests if r != PODS]
     free = _free_on(snapshot, pod.nominated_node_name, [*wanted, PODS], lambda p: p.priority < pod.priority)
     if free is None:
         return False
+    # Pods nominated there too, of its priority or higher, come first (kube-scheduler's filter adds them).
+    for other in snapshot.nominated().get(pod.nominated_node_name, ()):
+        if other.uid != pod.uid and other.priority >= pod.priority and not other.terminating:
+            free[PODS] -= 1
+            for r in wanted:
+                free[r] -= other.requests.get(r, 0)
     return free[PODS] >= 1 and all(free[r] >= pod.requests[r] for r in wanted)
 
 

@@ -210,6 +210,13 @@ def test_a_nomination_holds_while_the_node_could_take_the_pod_once_lower_priorit
     assert keeps_nomination(snap, pod)
     low.deletion_timestamp = "2024-01-01T00:00:00Z"
     assert keeps_nomination(snap, pod), "a victim still terminating leaves room all the same"
+    # Another pod nominated there, of the same priority, counts as there (kube-scheduler's filter adds
+    # it for this pod); one of lower priority does not.
+    twin = _prio(pod_info(member("twin", None, gpus=1)), 100)
+    twin.nominated_node_name = "n1"
+    assert not keeps_nomination(_snapshot([n1], [pod, twin]), pod)
+    twin.priority = 10
+    assert keeps_nomination(_snapshot([n1], [pod, twin]), pod)
     pod.requests[GPU] = 4
     assert not keeps_nomination(snap, pod), "the pod of its own priority stays"
     pod.requests[GPU] = 3
