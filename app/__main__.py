@@ -15,7 +15,7 @@ from importlib.metadata import PackageNotFoundError, version
 from app.serving.embedded_redis import EmbeddedRedis, EmbeddedRedisError, embedded_redis_refusal
 from app.serving.logging_config import configure_logging
 from app.serving.tls import tls_files
-from app.settings import SettingsError, env_name, load_settings, parse_gc_thresholds, settings_help
+from app.settings import Settings, SettingsError, env_name, load_settings, parse_gc_thresholds
 from extenders.sync.redis_connect import cluster_refusal
 
 
@@ -30,11 +30,25 @@ def _version() -> str:
         return "unknown"
 
 
+def _settings_help() -> str:
+    """Every setting with its default, for ``--help``."""
+    lines = ["settings (environment variables):"]
+    for name, field in Settings.model_fields.items():
+        if field.default_factory is not None:
+            default = "(per process)"
+        else:
+            default = "unset" if field.default is None else repr(field.default)
+        lines.append(f"  {env_name(name):<40} default {default}")
+        if field.description:
+            lines.append(f"      {field.description}")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m app",
         description="Run one extender replica.",
-        epilog=settings_help(),
+        epilog=_settings_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")

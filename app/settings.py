@@ -387,17 +387,3 @@ def redis_problems(settings: Settings) -> list[str]:
             f"{env_name('redis_timeout_seconds')}={settings.redis_timeout_seconds:g} (the read would time out first)"
         )
     return problems
-
-
-def settings_help() -> str:
-    """Every setting with its default, for ``--help``."""
-    lines = ["settings (environment variables):"]
-    for name, field in Settings.model_fields.items():
-        if field.default_factory is not None:
-            default = "(per process)"
-        else:
-            default = "unset" if field.default is None else repr(field.default)
-        lines.append(f"  {env_name(name):<40} default {default}")
-        if field.description:
-            lines.append(f"      {field.description}")
-    return "\n".join(lines)
