@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.e2e_measures import means, targets_mean, targets_of
+from bench.e2e_measures import means, registered, targets_mean, targets_of
 
 
 def _phase(pods_per_second: float, scheduler: float, apiserver: float, extender: float | None = None) -> dict[str, Any]:
@@ -63,3 +63,13 @@ def test_compare_means_divide_by_the_null_extenders_mean() -> None:
     assert out["this"]["pods_per_second"] == 42.0
     assert out["this"]["over_null"] == 0.7
     assert out["other"]["over_null"] == round(32.0 / 60.0, 3)
+
+
+def test_registered_keeps_only_the_named_verbs_and_none_registers_nothing() -> None:
+    entries: list[dict[str, Any]] = [
+        {"urlPrefix": "a", "filterVerb": "filter", "prioritizeVerb": "prioritize", "weight": 1},
+        {"urlPrefix": "b", "bindVerb": "bind"},
+    ]
+    assert registered(entries, "filter,prioritize,preempt,bind") == entries
+    assert registered(entries, "filter") == [{"urlPrefix": "a", "filterVerb": "filter", "weight": 1}]
+    assert registered(entries, "none") == []
