@@ -46,7 +46,7 @@ def test_the_idle_timeout_is_the_setting(start_server: StartServer) -> None:
     conn = _connect(server.url)
     try:
         assert _healthz(conn) == 200
-        time.sleep(2.0)
+        time.sleep(3.0)
         with pytest.raises(ConnectionError):
             _healthz(conn)
     finally:
