@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import orjson
 
+from extenders.engine import nominated_to_add
 from extenders.gang.membership import GangMembers
 from extenders.model import PodInfo
 from extenders.resources import PODS
@@ -120,18 +121,18 @@ def keeps_nomination(snapshot: Snapshot, pod: PodInfo) -> bool:
     lower priority there is gone. A nomination to a node since deleted, or filled by pods of its own
     priority or higher, places nothing; kube-scheduler moves or clears it on the pod's next attempt,
     and counting it meanwhile would let its siblings in short."""
-    if not pod.nominated_node_name:
+    info = snapshot.node(pod.nominated_node_name) if pod.nominated_node_name else None
+    if info is None:
         return False
     wanted = [r for r in pod.requests if r != PODS]
-    free = _free_on(snapshot, pod.nominated_node_name, [*wanted, PODS], lambda p: p.priority < pod.priority)
+    # Not lower_than: the victims of the preemption behind the nomination are terminating, and they go.
+    free = _free_on(snapshot, info.name, [*wanted, PODS], lambda p: p.priority < pod.priority)
     if free is None:
         return False
-    # Pods nominated there too, of its priority or higher, come first (kube-scheduler's filter adds them).
-    for other in snapshot.nominated().get(pod.nominated_node_name, ()):
-        if other.uid != pod.uid and other.priority >= pod.priority and not other.terminating:
-            free[PODS] -= 1
-            for r in wanted:
-                free[r] -= other.requests.get(r, 0)
+    for ahead in nominated_to_add(pod, info, snapshot.nominated(), snapshot):
+        free[PODS] -= 1
+        for r in wanted:
+            free[r] -= ahead.requests.get(r, 0)
     return free[PODS] >= 1 and all(free[r] >= pod.requests[r] for r in wanted)
 
 
@@ -166,13 +167,12 @@ def capacity_shortfall(
     """
     me = like.uid if like is not None else None
     held = {p.uid for p in members.pending if p.uid != me and keeps_nomination(snapshot, p)}
-    nominated = len(held)
     pending = [p for p in members.pending if p.uid not in held]
     alike = pending
     if like is not None:
         key = placement_key(like)
         alike = [p for p in pending if placement_key(p) == key]
-    need = minimum - members.placed - nominated - (len(pending) - len(alike))
+    need = minimum - members.placed - len(held) - (len(pending) - len(alike))
     if need <= 0:
         return ""
     wanted = needed_requests(alike, need)
