@@ -138,8 +138,9 @@ VERBS = ("filter", "prioritize", "preempt", "bind")
 
 
 def registered(entries: list[dict[str, Any]], verbs: str) -> list[dict[str, Any]]:
-    """The extender entries with only ``verbs`` (comma-separated) registered; without bind, kube-scheduler binds."""
-    wanted = set(verbs.split(","))
+    """The extender entries with only ``verbs`` (comma-separated, or ``none``) registered; without bind,
+    kube-scheduler binds."""
+    wanted = set() if verbs == "none" else set(verbs.split(","))
     out = []
     for entry in entries:
         kept = {k: v for k, v in entry.items() if not (k.endswith("Verb") and k[: -len("Verb")] not in wanted)}
