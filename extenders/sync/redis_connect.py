@@ -220,7 +220,7 @@ class BlockingSentinelConnectionPool(SentinelConnectionPool, BlockingConnectionP
         address: tuple[str, int] = await self.sentinel_manager.discover_master(self.service_name)
         if self.master_address != address:
             previous, self.master_address = self.master_address, address
-            await self.disconnect(inuse_connections=False)
+            # Counted with the switch, before the await below: whoever sees the new primary sees it counted.
             if previous is not None:
                 self.primary_changes += 1
                 log.warning(
@@ -228,6 +228,7 @@ class BlockingSentinelConnectionPool(SentinelConnectionPool, BlockingConnectionP
                     *address,
                     *previous,
                 )
+            await self.disconnect(inuse_connections=False)
         return address
 
     async def ensure_connection(self, connection: AbstractConnection) -> None:
