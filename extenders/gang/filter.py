@@ -18,8 +18,10 @@ import orjson
 from extenders.engine import nominated_to_add
 from extenders.gang.membership import GangMembers
 from extenders.model import PodInfo
+from extenders.plugins.node_unschedulable import UNSCHEDULABLE_TAINT
 from extenders.resources import PODS
 from extenders.snapshot import Snapshot
+from extenders.tolerations import DO_NOT_SCHEDULE_EFFECTS, first_untolerated_taint, tolerations_tolerate
 
 
 @dataclass(slots=True, frozen=True)
@@ -116,13 +118,20 @@ def member_slots(
 
 
 def keeps_nomination(snapshot: Snapshot, pod: PodInfo) -> bool:
-    """Whether the node a preemption nominated ``pod`` to is still kept for it: the node exists and
-    could take the pod, beside the pods nominated there of its priority or higher, once every pod of
-    lower priority there is gone. A nomination to a node since deleted, or filled by pods of its own
-    priority or higher, places nothing; kube-scheduler moves or clears it on the pod's next attempt,
-    and counting it meanwhile would let its siblings in short."""
+    """Whether the node a preemption nominated ``pod`` to is still kept for it: the node exists, is
+    neither cordoned nor tainted against the pod, and could take the pod, beside the pods nominated
+    there of its priority or higher, once every pod of lower priority there is gone. Any other
+    nomination places nothing; kube-scheduler moves or clears it on the pod's next attempt, and
+    counting it meanwhile would let its siblings in short."""
     info = snapshot.node(pod.nominated_node_name) if pod.nominated_node_name else None
-    if info is None:
+    facts = info.node if info is not None else None
+    if info is None or facts is None:
+        return False
+    # A drain cordons the node and the node lifecycle taints it: the two node changes that come
+    # between a preemption and the pod's next attempt.
+    if facts.unschedulable and not tolerations_tolerate(pod.tolerations, UNSCHEDULABLE_TAINT):
+        return False
+    if first_untolerated_taint(facts.taints, pod.tolerations, DO_NOT_SCHEDULE_EFFECTS) is not None:
         return False
     wanted = [r for r in pod.requests if r != PODS]
     # Not lower_than: the victims of the preemption behind the nomination are terminating, and they go.

@@ -231,6 +231,31 @@ def test_a_nomination_holds_while_the_node_could_take_the_pod_once_lower_priorit
     assert not keeps_nomination(_snapshot([full], [pod]), pod), "no pod slot left once nothing is evictable"
 
 
+def test_a_nomination_to_a_node_since_cordoned_or_tainted_holds_nothing() -> None:
+    pod = _prio(pod_info(member("g-0", "g", 2, gpus=1)), 100)
+    pod.nominated_node_name = "n1"
+
+    def nominated_to(**spec: object) -> Snapshot:
+        node = gpu_node("n1", gpus=4)
+        node["spec"] = {**node.get("spec", {}), **spec}
+        return _snapshot([NodeInfo.build("n1", node_facts(node), [])], [pod])
+
+    assert keeps_nomination(nominated_to(), pod)
+    cordoned = nominated_to(unschedulable=True)
+    assert not keeps_nomination(cordoned, pod), "a drained (cordoned) node keeps nothing"
+    no_schedule = {"key": "maintenance", "value": "yes", "effect": "NoSchedule"}
+    tainted = nominated_to(taints=[no_schedule])
+    assert not keeps_nomination(tainted, pod)
+    assert not keeps_nomination(nominated_to(taints=[{**no_schedule, "effect": "NoExecute"}]), pod)
+    assert keeps_nomination(nominated_to(taints=[{**no_schedule, "effect": "PreferNoSchedule"}]), pod), "scoring only"
+    pod.tolerations = [
+        {"key": "maintenance", "operator": "Exists"},
+        {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"},
+    ]
+    assert keeps_nomination(tainted, pod), "a tolerated taint keeps the node"
+    assert keeps_nomination(cordoned, pod), "as kube-scheduler's NodeUnschedulable: tolerated, it may still land"
+
+
 def test_index_cache_reuses_unchanged_nodes_and_sees_changed_ones() -> None:
     from extenders.gang.membership import GangIndexCache
 
