@@ -221,6 +221,13 @@ class Settings(BaseSettings):
         description="an idle client connection is closed after this long; keep it above the client's own idle "
         "timeout (kube-scheduler's: 90 s), or a call sent as the server closes fails",
     )
+    shutdown_drain_seconds: float = Field(
+        default=5.0,
+        ge=0,
+        le=300,
+        description="on SIGTERM, keep serving up to this long with every answer closing its connection, so "
+        "clients retire their connections before the server closes any; 0: shut down at once",
+    )
     embedded_redis: bool = Field(
         default=False,
         description="start a private redis-server when EXTENDER_REDIS_URL is unset even though a Kubernetes API "

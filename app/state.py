@@ -33,6 +33,8 @@ class AppState:
     shared: SharedTier | None = None  # the equivalence cache's tier in Redis, once the lifespan started
     # True when settings.redis_url is the private redis-server python -m app started (for /readyz).
     redis_embedded: bool = False
+    # Set once SIGTERM started the shutdown drain (app.serving.draining): /readyz answers 503.
+    draining: bool = False
 
 
 def get_state(request: Request) -> AppState:

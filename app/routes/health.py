@@ -49,6 +49,10 @@ async def readyz(request: Request) -> JSONAnswer:
     if state.runtime is None:
         which, _ = redis_in_use(state)
         return JSONAnswer({"ready": False, "reason": "starting", **which}, status_code=503)
+    if state.draining:
+        which, _ = redis_in_use(state)
+        reason = "shutting down: answering the calls that still come while clients retire their connections"
+        return JSONAnswer({"ready": False, "reason": reason, **which}, status_code=503)
     ready, details = await state.runtime.readiness()
     which, label = redis_in_use(state)  # after the round trip: the primary Sentinel named may have changed
     if "error" in details and "reason" not in details:

@@ -21,8 +21,10 @@ from fastapi import FastAPI
 
 from app.main import create_health_app
 from app.serving.coalescing import CoalescingHttpToolsProtocol
+from app.serving.draining import DrainingServer
 from app.serving.tls import CertificateReloader, TLSFiles, harden
 from app.settings import Settings, SettingsError, env_name
+from app.state import AppState
 
 HEALTH_PORT = env_name("health_port")
 
@@ -71,7 +73,8 @@ def _config(app: FastAPI, settings: Settings, **kwargs: object) -> uvicorn.Confi
 def serve(
     app: FastAPI, settings: Settings, host: str, port: int, tls: TLSFiles | None, health: socket.socket | None
 ) -> None:
-    """Serve until SIGTERM or SIGINT (uvicorn's graceful shutdown, then the signal is re-raised)."""
+    """Serve until SIGTERM (after the drain, ``app.serving.draining``) or SIGINT: uvicorn's graceful
+    shutdown, then the signal is re-raised."""
     tls_options: dict[str, object] = {}
     if tls is not None:
         tls_options = {
@@ -89,7 +92,12 @@ def serve(
         assert main_config.ssl is not None
         harden(main_config.ssl)
         reloader = CertificateReloader(main_config.ssl, tls, settings.tls_reload_interval_seconds)
-    main_server = uvicorn.Server(main_config)
+    state: AppState = app.state.extender
+
+    def draining() -> None:
+        state.draining = True
+
+    main_server = DrainingServer(main_config, settings.shutdown_drain_seconds, draining)
     health_server = (
         _HealthServer(_config(create_health_app(app), settings, lifespan="off")) if health is not None else None
     )

@@ -1,13 +1,14 @@
 """Soak: a steady stream of pods through the real kube-scheduler at 80% of the capacity measured
-first, with one replica restarted halfway.
+first, with one replica restarted again and again from halfway on.
 
 Pods come in waves (plain pods and one gang of three each); a wave is deleted once all of it is
 bound and it has lived a few seconds, so the cluster churns without filling up. What must hold:
 every pod ends bound (the cluster has room for all of them; a pod still pending at the end must
-carry kube-scheduler's reason), no node ever holds more than it can, no extender call outlived
-kube-scheduler's timeout, no replica logged a traceback, and the replica that ran throughout grew
-by less than ``RSS_GROWTH_MB``. ``EXTENDER_SOAK_SECONDS`` sets the length of the stream (30 s by
-default; docs/FAULTS.md has the figures of a 10-minute run).
+carry kube-scheduler's reason), no node ever holds more than it can, no extender call failed at
+kube-scheduler (each restart is a SIGTERM, which drains the replica's connections before it stops:
+a connection closed under a call fails that call with EOF), no replica logged a traceback, and the
+replica that ran throughout grew by less than ``RSS_GROWTH_MB``. ``EXTENDER_SOAK_SECONDS`` sets the
+length of the stream (30 s by default; docs/FAULTS.md has the figures of a 10-minute run).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import os
 import re
 import threading
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,8 +42,6 @@ WAVE_LIFETIME = 6.0  # a fully bound wave is deleted this long after it started
 GANG_SIZE = 3
 LOAD = 0.8
 RSS_GROWTH_MB = 64
-# kube-scheduler's complaint when an extender call outlived httpTimeout.
-TIMEOUT = re.compile(r"Client\.Timeout|context deadline exceeded|i/o timeout")
 EXTENDER_ERROR = re.compile(r'Post \\?"http://127\.0\.0\.1:\d+/(filter|prioritize|preempt|bind)\\?"')
 
 
@@ -143,7 +142,7 @@ def measure_capacity(cluster: Cluster) -> float:
 
 # The capacity burst, the stream and the settling, with room to spare.
 @pytest.mark.timeout(SOAK_SECONDS + 300)
-def test_a_stream_at_80_percent_of_capacity_survives_a_replica_restart(cluster: Cluster, stack: Stack) -> None:
+def test_a_stream_at_80_percent_of_capacity_survives_replica_restarts(cluster: Cluster, stack: Stack) -> None:
     cluster.nodes(NODES, cpu=str(NODE_CPU), pods=200)
     cluster.wait_synced()
     capacity = measure_capacity(cluster)
@@ -156,17 +155,22 @@ def test_a_stream_at_80_percent_of_capacity_survives_a_replica_restart(cluster: 
     halfway = threading.Event()
     restarted: list[float] = []
 
-    def restart_halfway() -> None:
-        halfway.wait()
-        began = time.monotonic()
-        stack.restart_replica(0)
-        restarted.append(time.monotonic() - began)
+    over = threading.Event()
 
-    restarter = threading.Thread(target=restart_halfway, name="soak-restart", daemon=True)
+    def restart_from_halfway() -> None:
+        halfway.wait()
+        while not over.is_set():
+            began = time.monotonic()
+            stack.restart_replica(0)
+            restarted.append(time.monotonic() - began)
+            over.wait(0.5)
+
+    restarter = threading.Thread(target=restart_from_halfway, name="soak-restart", daemon=True)
     restarter.start()
     stream = Stream(cluster)
     began = time.monotonic()
     stream.run(rate, SOAK_SECONDS, halfway)
+    over.set()
     restarter.join(90)
     assert restarted, "the replica was not restarted"
 
@@ -199,22 +203,16 @@ def test_a_stream_at_80_percent_of_capacity_survives_a_replica_restart(cluster: 
 
     log = scheduler_log.read_text(errors="replace")[log_offset:] if scheduler_log else ""
     failed_calls = [line for line in log.splitlines() if EXTENDER_ERROR.search(line)]
-    timeouts = [line for line in failed_calls if TIMEOUT.search(line)]
-    assert timeouts == [], "extender calls that outlived kube-scheduler's timeout:\n" + "\n".join(timeouts[:5])
+    assert failed_calls == [], "extender calls failed at kube-scheduler:\n" + "\n".join(failed_calls[:5])
     for replica in stack.replicas:
         assert "Traceback" not in replica.log(), replica.log()[-4000:]
 
     growth = rss_mb(steady.proc.pid) - rss_start
     assert growth < RSS_GROWTH_MB, f"the steady replica grew by {growth:.1f} MB"
-    verbs: dict[str, int] = defaultdict(int)
-    for line in failed_calls:
-        match = EXTENDER_ERROR.search(line)
-        if match:
-            verbs[match.group(1)] += 1
     report(
         f"soak: {SOAK_SECONDS:.0f} s stream at {rate:.1f} pods/s (80% of the {capacity:.1f} pods/s measured), "
         f"{stream.created} pods in {len(stream.retired)} waves with a gang of {GANG_SIZE} each, all bound "
-        f"on {nodes_used} of {NODES} nodes, settled after {duration:.0f} s; replica restarted halfway in "
-        f"{restarted[0]:.1f} s; extender calls failed at kube-scheduler: {dict(verbs) or 0}, none timed out; "
+        f"on {nodes_used} of {NODES} nodes, settled after {duration:.0f} s; replica restarted {len(restarted)} "
+        f"times from halfway on, each back in {min(restarted):.1f}-{max(restarted):.1f} s; no extender call failed; "
         f"steady replica RSS {rss_start:.0f} -> {rss_start + growth:.0f} MB"
     )
