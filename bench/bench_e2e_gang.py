@@ -2,10 +2,10 @@
 
 Starts etcd, kube-apiserver and kube-scheduler (binaries from ``KUBE_BIN_DIR`` or ``PATH``),
 a private redis-server and two replicas behind a loopback balancer, registered as the
-README recommends. For each size, the same pods are created twice in one sitting: as one gang
-(minimum = size) and without gang labels; each run times the first create request until the
-API shows every pod bound, then deletes the pods and waits until the extender's snapshot has
-let their capacity go.
+README recommends. For each size, the same pods are created three times in one sitting: as one
+gang (minimum = size), as one gang created behind the assembly gate (extenders.gang.gates), and
+without gang labels; each run times the first create request until the API shows every pod
+bound, then deletes the pods and waits until the extender's snapshot has let their capacity go.
 
 Prints one JSON object. Usage:
 python -m bench.bench_e2e_gang [--sizes 8,64,256] [--repeat 3] [--nodes 64] [--node-cpu 8] [--replicas 2]
@@ -23,20 +23,28 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from devstack import http_client
+from devstack.controlplane import find_binaries
 from devstack.kube import Kube, resources, wait_for
+from devstack.releases import binary_version
 from devstack.stack import Stack, running_stack
+from extenders.gang.gates import ASSEMBLY_GATE
 
 GANG_NAME = "pod-group.scheduling.sigs.k8s.io/name"
 GANG_MIN = "pod-group.scheduling.sigs.k8s.io/min-available"
 POD_CPU = "500m"
 
 
-def run_once(kube: Kube, stack: Stack, size: int, gang: bool) -> float:
+KINDS = ("gang", "gated", "plain")
+
+
+def run_once(kube: Kube, stack: Stack, size: int, kind: str) -> float:
+    """Seconds from the first create to every pod bound; ``kind`` is one of ``KINDS``."""
     namespace = f"bench-{secrets.token_hex(3)}"
     kube.create_namespace(namespace)
-    labels = {GANG_NAME: "g", GANG_MIN: str(size)} if gang else {"app": "plain"}
+    labels = {"app": "plain"} if kind == "plain" else {GANG_NAME: "g", GANG_MIN: str(size)}
+    gates: dict[str, Any] = {"schedulingGates": [{"name": ASSEMBLY_GATE}]} if kind == "gated" else {}
     bodies = [
-        kube.pod_body(f"p-{i}", scheduler=stack.name, requests=resources(cpu=POD_CPU), labels=labels)
+        kube.pod_body(f"p-{i}", scheduler=stack.name, requests=resources(cpu=POD_CPU), labels=labels, **gates)
         for i in range(size)
     ]
     start = time.perf_counter()
@@ -80,20 +88,25 @@ def main() -> int:
     results: list[dict[str, Any]] = []
     with running_stack(args.nodes, args.node_cpu, replicas=args.replicas) as (kube, stack):
         for size in sizes:
-            gang = [run_once(kube, stack, size, True) for _ in range(args.repeat)]
-            plain = [run_once(kube, stack, size, False) for _ in range(args.repeat)]
+            runs = {kind: [run_once(kube, stack, size, kind) for _ in range(args.repeat)] for kind in KINDS}
+            medians = {kind: statistics.median(times) for kind, times in runs.items()}
             results.append(
                 {
                     "pods": size,
-                    "gang_s": {"median": round(statistics.median(gang), 3), "runs": [round(t, 3) for t in gang]},
-                    "plain_s": {"median": round(statistics.median(plain), 3), "runs": [round(t, 3) for t in plain]},
-                    "gang_over_plain": round(statistics.median(gang) / statistics.median(plain), 2),
+                    **{
+                        f"{kind}_s": {"median": round(medians[kind], 3), "runs": [round(t, 3) for t in times]}
+                        for kind, times in runs.items()
+                    },
+                    "gang_over_plain": round(medians["gang"] / medians["plain"], 2),
+                    "gated_over_plain": round(medians["gated"] / medians["plain"], 2),
                 }
             )
+    binaries, _ = find_binaries()
+    scheduler = binaries.get("kube-scheduler")
     print(
         json.dumps(
             {
-                "kube_scheduler": "v1.28.7 (real)",
+                "kube_scheduler": (binary_version(scheduler) if scheduler else None) or "unknown",
                 "nodes": args.nodes,
                 "node_cpu": args.node_cpu,
                 "pod_cpu": POD_CPU,

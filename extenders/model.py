@@ -95,6 +95,9 @@ class PodInfo:
     # status.nominatedNodeName of an unbound pod (kept only while unbound): where a preemption made
     # room for it, which kube-scheduler's filter counts as taken for pods of no higher priority.
     nominated_node_name: str = ""
+    # spec.schedulingGates' names (an unbound pod's): kube-scheduler leaves the pod alone until they
+    # are gone. The gang assembly gate is one the watch leader removes (extenders.gang.gates).
+    scheduling_gates: list[str] = field(default_factory=list)
 
     @property
     def key(self) -> str:

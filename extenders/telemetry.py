@@ -46,6 +46,14 @@ class Telemetry:
             ["reason"],
             registry=r,
         )
+        self.gates_removed = Counter(
+            "extender_gang_gates_removed_total",
+            "Pods the watch leader let through the gang assembly gate (its scheduling gate removed): a member "
+            "whose gang is whole (member), a pod of no gang (no_gang), or a member whose gang's minimum is "
+            "still unknown long after it was created (unknown_minimum).",
+            ["why"],
+            registry=r,
+        )
         self.preemptor_retries = Counter(
             "extender_preemptor_retries_total",
             "A preemptor's retry meeting its own victims still in the snapshot: filter passed a node for it "

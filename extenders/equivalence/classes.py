@@ -50,6 +50,7 @@ IGNORED_FIELDS: tuple[str, ...] = (
     "assumed",
     "nominated_node_name",  # read by the engine for the pods it adds, never for the incoming pod
     "native_group",  # read by the gang rules, which run outside the cached plug-ins
+    "scheduling_gates",  # kube-scheduler filters no gated pod; read by the gang assembly gate alone
 )
 
 

@@ -26,6 +26,7 @@ from extenders.gang import reasons
 from extenders.gang.config import GangConfig
 from extenders.gang.eviction import EvictionStore, GangEvictor
 from extenders.gang.filter import GangVerdict, capacity_shortfall, lower_than
+from extenders.gang.gates import AssemblyGates
 from extenders.gang.journal import ADMITTED, PERMITTED, REJECTED, RELEASED, VANISHED, Decision, GangJournal
 from extenders.gang.membership import GangIndexCache, GangMembers, GangOf, gang_of_for, gang_ref, order_score
 from extenders.gang.nudger import Nudger
@@ -87,6 +88,11 @@ class GangService:
             if kube is not None
             else None
         )
+        self.gates = (
+            AssemblyGates(kube, runtime.snapshot, self.index, runtime.telemetry.gates_removed)
+            if kube is not None
+            else None
+        )
         self._tasks: list[asyncio.Task[None]] = []
 
     # --- lifecycle -----------------------------------------------------------------------------
@@ -98,10 +104,10 @@ class GangService:
 
     def leader_work(self) -> list[Callable[[], Coroutine[Any, Any, None]]]:
         """What the watch leader runs for gangs: bookkeeping that follows the pods, the rest of the
-        gangs preempted whole, reporting decisions, and PodGroup status."""
-        if self.podgroup_status is None or self.evictor is None:
+        gangs preempted whole, reporting decisions, PodGroup status, and the assembly gate."""
+        if self.podgroup_status is None or self.evictor is None or self.gates is None:
             return []
-        return [self.reconciler.run, self.evictor.run, self.journal.run, self.podgroup_status.run]
+        return [self.reconciler.run, self.evictor.run, self.journal.run, self.podgroup_status.run, self.gates.run]
 
     async def stop(self) -> None:
         # cancel_and_wait re-cancels: redis-py can swallow a cancellation (Python 3.11's wait_for).

@@ -210,6 +210,25 @@ class KubeClient:
             return False
         raise _error_from_response(resp)
 
+    async def remove_scheduling_gate(self, namespace: str, name: str, uid: str, gate: str, position: int) -> bool:
+        """Remove the pod's scheduling gate ``gate``, at ``position`` in its gates as last seen. False
+        when the pod is gone or replaced, or its gates changed since (a JSON patch whose tests fail
+        changes nothing): the caller looks again."""
+        body = [
+            {"op": "test", "path": "/metadata/uid", "value": uid},
+            {"op": "test", "path": f"/spec/schedulingGates/{position}/name", "value": gate},
+            {"op": "remove", "path": f"/spec/schedulingGates/{position}"},
+        ]
+        path = f"/api/v1/namespaces/{_segment(namespace)}/pods/{_segment(name)}"
+        resp = await self.http.patch(
+            path, content=orjson.dumps(body), headers={"Content-Type": "application/json-patch+json"}
+        )
+        if resp.status_code == 200:
+            return True
+        if resp.status_code in (404, 409, 422):
+            return False
+        raise _error_from_response(resp)
+
     async def preempt_pod(self, namespace: str, name: str, uid: str, message: str) -> bool:
         """Evict a pod as kube-scheduler evicts its preemption victims: a DisruptionTarget condition
         (so a Job's pod failure policy tells a disruption from a failure), then a delete; both with

@@ -130,7 +130,13 @@ def pod_info(pod: Mapping[str, Any]) -> PodInfo:
         owner=_controller(meta),
         # A bound pod's nomination is history: dropped, so clearing it does not rewrite the node's record.
         nominated_node_name="" if spec.get("nodeName") else status.get("nominatedNodeName") or "",
+        scheduling_gates=[] if spec.get("nodeName") else _gate_names(spec),
     )
+
+
+def _gate_names(spec: Mapping[str, Any]) -> list[str]:
+    gates = spec.get("schedulingGates") or []
+    return [g["name"] for g in gates if isinstance(g, Mapping) and isinstance(g.get("name"), str)]
 
 
 def node_facts(node: Mapping[str, Any]) -> NodeFacts:

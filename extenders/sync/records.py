@@ -196,6 +196,7 @@ POD = RecordCodec(
         Column("own", "owner", _owner_out, _owner_in),
         Column("as", "assumed"),
         Column("nom", "nominated_node_name", None, _intern),
+        Column("sg", "scheduling_gates", None, _interned_list),
     ],
     share_empty=True,
 )

@@ -126,6 +126,7 @@ FAMILIES: dict[str, bool] = {
     "extender_gang_time_to_permit_seconds": True,
     "extender_gang_held_binds": False,  # moved: see the rejected gang's test
     "extender_gang_preemptions": False,  # moves when a gang is preempted whole (tests/e2e/test_gang_priority.py)
+    "extender_gang_gates_removed": False,  # moves for pods created gated (tests/e2e/test_gang_gates.py)
     "extender_snapshot_generation": True,
     "extender_cluster_generation": True,
     "extender_snapshot_refresh_seconds": True,

@@ -28,6 +28,7 @@ CLIENT_CALLS: dict[str, tuple[Grant, ...]] = {
     "list": (),
     "watch": (),
     "annotate_pod": (("", "pods", "patch"),),  # requeue of parked pods
+    "remove_scheduling_gate": (("", "pods", "patch"),),  # the gang assembly gate
     "preempt_pod": (("", "pods/status", "patch"), ("", "pods", "delete")),  # a preempted gang's other members
     "create_event": (("", "events", "create"),),
     "patch_event": (("", "events", "patch"),),

@@ -63,6 +63,7 @@ IDENTITY: dict[str, Any] = {
     "assumed": True,
     "nominated_node_name": "n1",
     "native_group": "training-workers-0",
+    "scheduling_gates": ["kube-gang-extender/gang-assembly"],
 }
 
 
