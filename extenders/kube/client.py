@@ -200,15 +200,7 @@ class KubeClient:
         """Merge ``annotations`` into a pod's metadata; False when the pod is gone or was replaced
         (the UID in the patch must match the pod's, so a pod recreated under the name is left alone)."""
         body = {"metadata": {"uid": uid, "annotations": annotations}}
-        path = f"/api/v1/namespaces/{_segment(namespace)}/pods/{_segment(name)}"
-        resp = await self.http.patch(
-            path, content=orjson.dumps(body), headers={"Content-Type": "application/merge-patch+json"}
-        )
-        if resp.status_code == 200:
-            return True
-        if resp.status_code in (404, 409, 422):
-            return False
-        raise _error_from_response(resp)
+        return await self._patch_pod(namespace, name, body, "application/merge-patch+json")
 
     async def remove_scheduling_gate(self, namespace: str, name: str, uid: str, gate: str, position: int) -> bool:
         """Remove the pod's scheduling gate ``gate``, at ``position`` in its gates as last seen. False
@@ -219,10 +211,12 @@ class KubeClient:
             {"op": "test", "path": f"/spec/schedulingGates/{position}/name", "value": gate},
             {"op": "remove", "path": f"/spec/schedulingGates/{position}"},
         ]
+        return await self._patch_pod(namespace, name, body, "application/json-patch+json")
+
+    async def _patch_pod(self, namespace: str, name: str, body: Any, content_type: str) -> bool:
+        """A pod patch guarded by its UID: False when the pod is gone, replaced, or the guard failed."""
         path = f"/api/v1/namespaces/{_segment(namespace)}/pods/{_segment(name)}"
-        resp = await self.http.patch(
-            path, content=orjson.dumps(body), headers={"Content-Type": "application/json-patch+json"}
-        )
+        resp = await self.http.patch(path, content=orjson.dumps(body), headers={"Content-Type": content_type})
         if resp.status_code == 200:
             return True
         if resp.status_code in (404, 409, 422):
