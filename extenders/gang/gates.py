@@ -8,7 +8,8 @@ minimum) and backed off by kube-scheduler: on older releases (1.28 measured) tha
 gang one to two seconds. With it, members are first filtered when their gang is whole. A gated pod of no gang
 (or of a native pod group, which kube-scheduler gangs itself) is let go at once; so is a member
 whose gang's minimum cannot be told (its PodGroup missing, a bad label) once ``UNKNOWN_MINIMUM_SECONDS``
-have passed since it was created, so that filter's refusal says what is wrong.
+have passed since it was created, so that filter's refusal says what is wrong. A member left gated
+because its gang is short gets one ``GangWaiting`` Event saying so.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ from prometheus_client import Counter
 from redis.exceptions import RedisError
 
 from extenders.gang.membership import GangIndex, GangIndexCache, gang_key, timestamp_ms
+from extenders.gang.reasons import GANG_WAITING, TYPES
 from extenders.kube.client import KubeApiError, KubeClient
+from extenders.kube.events import EventRecorder, ObjectRef
 from extenders.logs import FailureLog
 from extenders.model import PodInfo
 from extenders.snapshot import Snapshot
@@ -46,12 +49,16 @@ UNKNOWN_MINIMUM_SECONDS = 10.0
 MEMBER = "member"
 NO_GANG = "no_gang"
 UNKNOWN_MINIMUM = "unknown_minimum"
+# A member kept behind the gate: its gang is short of its minimum.
+SHORT = "short"
 
 
-def releasable(snapshot: Snapshot, index: GangIndex, now_ms: int) -> dict[tuple[str, str], list[PodInfo]]:
-    """The pods to let through the gate, by (why, gang) (gang "" for pods of no gang): pending, live,
-    gated by ``ASSEMBLY_GATE``, and of no gang, or of a gang with at least its minimum of live members,
-    or of a gang whose minimum is still unknown ``UNKNOWN_MINIMUM_SECONDS`` after the pod's creation."""
+def sort_gated(snapshot: Snapshot, index: GangIndex, now_ms: int) -> dict[tuple[str, str], list[PodInfo]]:
+    """The pending, live pods gated by ``ASSEMBLY_GATE``, by (why, gang) (gang "" for pods of no gang).
+    Let through: of no gang (``NO_GANG``), of a gang with at least its minimum of live members
+    (``MEMBER``), of a gang whose minimum is still unknown ``UNKNOWN_MINIMUM_SECONDS`` after the pod's
+    creation (``UNKNOWN_MINIMUM``). Kept: of a gang short of its minimum (``SHORT``); any other waits
+    unsorted for its minimum to be known."""
     due: dict[tuple[str, str], list[PodInfo]] = defaultdict(list)
     for pod in snapshot.pending.values():
         if ASSEMBLY_GATE not in pod.scheduling_gates or pod.terminating or pod.terminal:
@@ -61,8 +68,7 @@ def releasable(snapshot: Snapshot, index: GangIndex, now_ms: int) -> dict[tuple[
         if key is None or ref is None:
             due[NO_GANG, ""].append(pod)
         elif ref.min_member is not None:
-            if index.members(key).count >= ref.min_member:
-                due[MEMBER, key].append(pod)
+            due[MEMBER if index.members(key).count >= ref.min_member else SHORT, key].append(pod)
         else:
             created = timestamp_ms(pod.creation_timestamp)
             if created is None or now_ms - created >= UNKNOWN_MINIMUM_SECONDS * 1000:
@@ -71,7 +77,8 @@ def releasable(snapshot: Snapshot, index: GangIndex, now_ms: int) -> dict[tuple[
 
 
 class AssemblyGates:
-    """The watch leader's side work: removes ``ASSEMBLY_GATE`` from the pods ``releasable`` names."""
+    """The watch leader's side work: removes ``ASSEMBLY_GATE`` from the pods ``sort_gated`` lets
+    through, and tells each member it keeps why, once."""
 
     def __init__(
         self,
@@ -79,14 +86,17 @@ class AssemblyGates:
         snapshot: Callable[[], Awaitable[Snapshot]],
         index: GangIndexCache,
         counter: Counter | None = None,
+        events: EventRecorder | None = None,
         poll_seconds: float = POLL_SECONDS,
     ) -> None:
         self.kube = kube
         self.snapshot = snapshot
         self.index = index
         self.counter = counter  # extender_gang_gates_removed_total{why}
+        self.events = events
         self.poll_seconds = poll_seconds
         self._sent: dict[str, float] = {}  # pod uid -> when its gate's removal was sent
+        self._told: set[str] = set()  # uids of the members kept that got their Event
         self._slots = asyncio.Semaphore(CONCURRENT_PATCHES)
 
     async def run(self) -> None:
@@ -106,9 +116,16 @@ class AssemblyGates:
         now = time.monotonic()
         self._sent = {uid: at for uid, at in self._sent.items() if now - at < RESEND_SECONDS}
         if not any(ASSEMBLY_GATE in p.scheduling_gates for p in snapshot.pending.values()):
+            self._told.clear()
             return 0  # the common case: no gang index built for nothing
+        index = self.index.get(snapshot)
         removed = 0
-        for (why, gang), pods in releasable(snapshot, self.index.get(snapshot), int(time.time() * 1000)).items():
+        kept: set[str] = set()
+        for (why, gang), pods in sort_gated(snapshot, index, int(time.time() * 1000)).items():
+            if why == SHORT:
+                self._tell(gang, pods, index)
+                kept.update(p.uid for p in pods)
+                continue
             fresh = [p for p in pods if p.uid not in self._sent]
             if not fresh:
                 continue
@@ -124,7 +141,22 @@ class AssemblyGates:
                 log.info("gang %s: minimum still unknown, %d member(s) let through for filter to say why", gang, done)
             else:
                 log.info("%d pod(s) of no gang let through the assembly gate", done)
+        self._told &= kept
         return removed
+
+    def _tell(self, gang: str, pods: list[PodInfo], index: GangIndex) -> None:
+        """One ``GangWaiting`` Event on each kept member: a gated pod shows no other reason."""
+        ref = index.ref(gang)
+        message = (
+            f"gang {gang}: only {index.members(gang).count} of the {ref.min_member if ref else '?'} required "
+            f"members exist; its members wait behind the scheduling gate {ASSEMBLY_GATE} until they do"
+        )
+        for pod in pods:
+            if pod.uid not in self._told and self.events is not None:
+                self._told.add(pod.uid)
+                self.events.record(
+                    ObjectRef.pod(pod.namespace, pod.name, pod.uid), TYPES[GANG_WAITING], GANG_WAITING, message
+                )
 
     async def _remove(self, pod: PodInfo) -> bool:
         async with self._slots:

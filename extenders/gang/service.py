@@ -89,7 +89,7 @@ class GangService:
             else None
         )
         self.gates = (
-            AssemblyGates(kube, runtime.snapshot, self.index, runtime.telemetry.gates_removed)
+            AssemblyGates(kube, runtime.snapshot, self.index, runtime.telemetry.gates_removed, runtime.events)
             if kube is not None
             else None
         )

@@ -31,19 +31,30 @@ def _gates(cluster: Cluster, names: list[str]) -> dict[str, list[str]]:
     return {n: [g["name"] for g in pods[n]["spec"].get("schedulingGates") or []] for n in names}
 
 
+def _said(cluster: Cluster, names: list[str]) -> list[tuple[str, str, str]]:
+    """Every Event about ``names``: (pod, reason, message), for a failure's message."""
+    return [
+        (e["involvedObject"]["name"], e.get("reason", ""), e.get("message", ""))
+        for e in cluster.kube.events(cluster.namespace)
+        if e["involvedObject"].get("name") in names
+    ]
+
+
 def _let_through(cluster: Cluster) -> float:
     return cluster.stack.metric("extender_gang_gates_removed_total", why="member")
 
 
-def _missing_siblings(cluster: Cluster, names: list[str]) -> list[str]:
-    """The pods among ``names`` filter refused because their gang's members did not all exist."""
-    return [
+def _missing_siblings(cluster: Cluster, names: list[str], behind_gate: bool = False) -> list[str]:
+    """The pods among ``names`` told their gang's members did not all exist: by filter's refusal, or
+    (``behind_gate``) by the watch leader keeping them gated."""
+    return sorted(
         e["involvedObject"]["name"]
         for e in cluster.kube.events(cluster.namespace)
         if e.get("reason") == GANG_WAITING
         and e["involvedObject"].get("name") in names
         and "required members exist" in e.get("message", "")
-    ]
+        and ("scheduling gate" in e.get("message", "")) == behind_gate
+    )
 
 
 def test_gated_members_reach_kube_scheduler_only_once_their_gang_is_whole(cluster: Cluster) -> None:
@@ -54,6 +65,8 @@ def test_gated_members_reach_kube_scheduler_only_once_their_gang_is_whole(cluste
     plain = _create(cluster, "plain", range(2), 4, gated=False)  # the same gang without the gate
     # Half of each gang exists: the plain members are filtered and refused, the gated ones wait unseen.
     wait_for(lambda: _missing_siblings(cluster, plain) or None, 30, "the plain members refused for missing siblings")
+    # Each gated member is told why it waits, by the watch leader (filter never sees it).
+    wait_for(lambda: _missing_siblings(cluster, gated, behind_gate=True) == sorted(gated) or None, 30, "told why")
     time.sleep(2.0)
     assert _gates(cluster, gated) == {name: [ASSEMBLY_GATE] for name in gated}, (
         "a gang short of its minimum stays gated"
@@ -64,7 +77,8 @@ def test_gated_members_reach_kube_scheduler_only_once_their_gang_is_whole(cluste
     plain += _create(cluster, "plain", range(2, 4), 4, gated=False)
     cluster.wait_bound(gated + plain, timeout=60)
     assert _gates(cluster, gated) == {n: [] for n in gated}
-    assert _missing_siblings(cluster, gated) == [], "a gated member was filtered before its gang was whole"
+    refused = _missing_siblings(cluster, gated)
+    assert refused == [], f"gated members filtered before their gang was whole: {_said(cluster, gated)}"
     assert _let_through(cluster) - before == 4
 
 

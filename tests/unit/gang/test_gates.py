@@ -1,4 +1,5 @@
-"""Which gated pods the watch leader lets through the gang assembly gate, and how it removes the gate."""
+"""Which gated pods the watch leader lets through the gang assembly gate, how it removes the gate, and
+the Event a member kept behind it gets."""
 
 from __future__ import annotations
 
@@ -12,12 +13,15 @@ from extenders.gang.gates import (
     MEMBER,
     NO_GANG,
     RESEND_SECONDS,
+    SHORT,
     UNKNOWN_MINIMUM,
     UNKNOWN_MINIMUM_SECONDS,
     AssemblyGates,
-    releasable,
+    sort_gated,
 )
 from extenders.gang.membership import GangIndex, GangIndexCache, timestamp_ms
+from extenders.gang.reasons import GANG_WAITING
+from extenders.kube.events import ObjectRef
 from extenders.model import NodeInfo, PodInfo
 from extenders.snapshot import Snapshot
 from extenders.sync.convert import node_facts, pod_info
@@ -44,15 +48,16 @@ def _snapshot(pending: list[PodInfo], placed: tuple[PodInfo, ...] = ()) -> Snaps
 def test_a_gangs_gated_members_go_once_its_live_members_reach_the_minimum() -> None:
     a, b = _gated(member("g-0", "g", 3)), _gated(member("g-1", "g", 3))
     snap = _snapshot([a, b])
-    assert releasable(snap, GangIndex(snap), NOW) == {}, "two of three: the gang is not whole"
+    assert _names(sort_gated(snap, GangIndex(snap), NOW)) == {(SHORT, "default/g"): ["g-0", "g-1"]}, "2 of 3"
     third = pod_info(member("g-2", "g", 3))  # not gated, already bound: a member all the same
     third.node_name = "n1"
     snap = _snapshot([a, b], (third,))
-    assert _names(releasable(snap, GangIndex(snap), NOW)) == {(MEMBER, "default/g"): ["g-0", "g-1"]}
+    assert _names(sort_gated(snap, GangIndex(snap), NOW)) == {(MEMBER, "default/g"): ["g-0", "g-1"]}
     gone = _gated(member("g-1", "g", 3))
     gone.deletion_timestamp = CREATED
     snap = _snapshot([a, gone], (third,))
-    assert releasable(snap, GangIndex(snap), NOW) == {}, "a terminating member is no member, nor let through"
+    # A terminating member is no member, nor let through.
+    assert _names(sort_gated(snap, GangIndex(snap), NOW)) == {(SHORT, "default/g"): ["g-0"]}
 
 
 def test_pods_of_no_gang_go_at_once_and_only_our_gate_counts() -> None:
@@ -61,15 +66,15 @@ def test_pods_of_no_gang_go_at_once_and_only_our_gate_counts() -> None:
     native.native_group = "training/workers"  # kube-scheduler's own gang plug-in holds it
     theirs = _gated(member("theirs", None), "example.com/quota")
     snap = _snapshot([plain, native, theirs])
-    assert _names(releasable(snap, GangIndex(snap), NOW)) == {(NO_GANG, ""): ["native", "plain"]}
+    assert _names(sort_gated(snap, GangIndex(snap), NOW)) == {(NO_GANG, ""): ["native", "plain"]}
 
 
 def test_a_member_whose_minimum_is_unknown_waits_for_its_podgroup_then_goes() -> None:
     pod = _gated(member("pg-0", "pg"))  # names a PodGroup that does not exist (yet)
     snap = _snapshot([pod])
-    assert releasable(snap, GangIndex(snap), NOW) == {}
+    assert sort_gated(snap, GangIndex(snap), NOW) == {}
     later = NOW + int(UNKNOWN_MINIMUM_SECONDS * 1000)
-    assert _names(releasable(snap, GangIndex(snap), later)) == {(UNKNOWN_MINIMUM, "default/pg"): ["pg-0"]}, (
+    assert _names(sort_gated(snap, GangIndex(snap), later)) == {(UNKNOWN_MINIMUM, "default/pg"): ["pg-0"]}, (
         "filter then says why"
     )
 
@@ -80,6 +85,10 @@ class _Kube:
     def __init__(self, refuse: frozenset[str] = frozenset()) -> None:
         self.calls: list[tuple[str, str, int]] = []
         self.refuse = refuse
+        self.events: list[tuple[str, str, str]] = []  # (pod, reason, message)
+
+    def record(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None:
+        self.events.append((ref.name, reason, message))
 
     async def remove_scheduling_gate(self, namespace: str, name: str, uid: str, gate: str, position: int) -> bool:
         self.calls.append((name, gate, position))
@@ -109,5 +118,26 @@ def test_each_gate_is_removed_once_at_its_position_and_a_refused_removal_is_trie
         await gates.release(snap)
         assert kube.calls == [("x", ASSEMBLY_GATE, 0)]
         assert counter.labels(MEMBER)._value.get() == 1 and counter.labels(NO_GANG)._value.get() == 0
+
+    asyncio.run(scenario())
+
+
+def test_a_member_kept_behind_the_gate_is_told_why_once() -> None:
+    a, b = _gated(member("g-0", "g", 3)), _gated(member("g-1", "g", 3))
+    kube = _Kube()
+    snap = _snapshot([a, b])
+
+    async def snapshot() -> Snapshot:
+        return snap
+
+    gates = AssemblyGates(kube, snapshot, GangIndexCache(), None, kube)  # type: ignore[arg-type]
+
+    async def scenario() -> None:
+        assert await gates.release(snap) == 0
+        await gates.release(snap)
+        assert sorted(name for name, _, _ in kube.events) == ["g-0", "g-1"], "once each"
+        assert {reason for _, reason, _ in kube.events} == {GANG_WAITING}
+        assert "only 2 of the 3 required members exist" in kube.events[0][2]
+        assert kube.calls == []
 
     asyncio.run(scenario())
