@@ -58,10 +58,8 @@ class DrainingServer(uvicorn.Server):
         if CLOSE not in headers:
             self.server_state.default_headers = [*headers, CLOSE]  # uvicorn closes after such an answer
         left = len(self.server_state.connections)
-        if stop or not left or time.monotonic() - self.drain_began >= self.drain_seconds:
-            log.info("drain over after %.1f s, %d client connection(s) still open", self._drained_for(), left)
+        drained_for = time.monotonic() - self.drain_began
+        if stop or not left or drained_for >= self.drain_seconds:
+            log.info("drain over after %.1f s, %d client connection(s) still open", drained_for, left)
             return True
         return False
-
-    def _drained_for(self) -> float:
-        return time.monotonic() - self.drain_began if self.drain_began is not None else 0.0

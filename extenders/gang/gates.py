@@ -24,6 +24,7 @@ import httpx
 from prometheus_client import Counter
 from redis.exceptions import RedisError
 
+from extenders.aio import every
 from extenders.gang.membership import GangIndex, GangIndexCache, gang_key, timestamp_ms
 from extenders.gang.reasons import GANG_WAITING, TYPES
 from extenders.kube.client import KubeApiError, KubeClient
@@ -100,16 +101,10 @@ class AssemblyGates:
         self._slots = asyncio.Semaphore(CONCURRENT_PATCHES)
 
     async def run(self) -> None:
-        failures = FailureLog(log, "gang assembly gates")
-        while True:
-            await asyncio.sleep(self.poll_seconds)
-            try:
-                snapshot = await self.snapshot()
-            except (RedisError, OSError) as exc:
-                failures.failed(exc)
-                continue
-            failures.succeeded()
-            await self.release(snapshot)
+        await every(self.poll_seconds, self._look, FailureLog(log, "gang assembly gates"), (RedisError, OSError))
+
+    async def _look(self) -> None:
+        await self.release(await self.snapshot())
 
     async def release(self, snapshot: Snapshot) -> int:
         """Remove the gate from every releasable pod not sent already; returns how many were removed."""
@@ -147,8 +142,9 @@ class AssemblyGates:
     def _tell(self, gang: str, pods: list[PodInfo], index: GangIndex) -> None:
         """One ``GangWaiting`` Event on each kept member: a gated pod shows no other reason."""
         ref = index.ref(gang)
+        assert ref is not None  # sort_gated keeps a member only when its gang's minimum is known
         message = (
-            f"gang {gang}: only {index.members(gang).count} of the {ref.min_member if ref else '?'} required "
+            f"gang {gang}: only {index.members(gang).count} of the {ref.min_member} required "
             f"members exist; its members wait behind the scheduling gate {ASSEMBLY_GATE} until they do"
         )
         for pod in pods:
